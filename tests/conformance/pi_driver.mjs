@@ -219,6 +219,12 @@ const OPS = {
     s.files.push(s.sm.getSessionFile());
     return { file: s.sm.getSessionFile(), sessionId: s.sm.getSessionId(), header: plain(s.sm.getHeader()) };
   },
+  // Moves the fake clock (also backwards): siblings whose times disagree with file order.
+  setClock: (_s, o) => {
+    fakes.clockNow = RealDate.parse(o.at);
+    if (o.stepMs !== undefined) fakes.clockStep = o.stepMs;
+    return null;
+  },
   file: (s) => s.sm.getSessionFile() ?? null,
   leaf: (s) => s.sm.getLeafId() ?? null,
   name: (s) => s.sm.getSessionName() ?? null,
