@@ -1,0 +1,71 @@
+"""The daemon's settings: every field has a default, so `ServerConfig()` is a working daemon.
+
+The sessions root is resolved late, at `initialize`, because the client may name it in
+`initializationOptions`; the order of precedence is `--sessions-dir` > `$SESSIONTREE_SESSIONS_DIR`
+> `initializationOptions.sessionsDir` > `~/.pi/agent/sessions`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final, Literal, Mapping
+
+import attrs
+
+from .errors import InvalidParams
+
+Durability = Literal["os", "fsync"]
+
+SESSIONS_DIR_ENV: Final = "SESSIONTREE_SESSIONS_DIR"
+DEFAULT_SESSIONS_DIR: Final = Path("~/.pi/agent/sessions")
+DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024  # 64 MiB: far above any real entry
+
+
+@attrs.frozen
+class ServerConfig:
+    """What `sessiontree serve` was started with. `None` means "not given on the command line"."""
+
+    sessions_dir: Path | None = None
+    durability: Durability | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    debug: bool = False  # tracebacks in the `data` of internal errors
+    record: Path | None = None  # JSONL transcript of every message in both directions
+
+
+@attrs.frozen
+class InitOptions:
+    """The `initializationOptions` the daemon understands; unknown keys are ignored."""
+
+    sessions_dir: str | None = None
+    durability: Durability | None = None
+
+
+def parse_init_options(raw: Any) -> InitOptions:
+    """Check `initializationOptions`, or raise InvalidParams naming the bad field."""
+    if raw is None:
+        return InitOptions()
+    if not isinstance(raw, dict):
+        raise _bad_option("", "expected an object", raw)
+    sessions_dir = raw.get("sessionsDir")
+    if sessions_dir is not None and (not isinstance(sessions_dir, str) or not sessions_dir):
+        raise _bad_option(".sessionsDir", "expected a non-empty string", sessions_dir)
+    durability = raw.get("durability")
+    if durability not in (None, "os", "fsync"):
+        raise _bad_option(".durability", 'expected "os" or "fsync"', durability)
+    return InitOptions(sessions_dir=sessions_dir, durability=durability)
+
+
+def _bad_option(suffix: str, expected: str, value: Any) -> InvalidParams:
+    field = f"initializationOptions{suffix}"
+    return InvalidParams(f"invalid params for initialize: {field}: {expected}, got {value!r}", field=field)
+
+
+def resolve_sessions_dir(flag: Path | None, env: Mapping[str, str], options: InitOptions) -> Path:
+    """Apply the precedence flag > environment > initializationOptions > default."""
+    chosen = flag or env.get(SESSIONS_DIR_ENV) or options.sessions_dir or DEFAULT_SESSIONS_DIR
+    return Path(chosen).expanduser().resolve()
+
+
+def resolve_durability(flag: Durability | None, options: InitOptions) -> Durability:
+    """Apply the precedence flag > initializationOptions > "os"."""
+    return flag or options.durability or "os"

@@ -1,0 +1,335 @@
+"""The entries of a pi v3 session file: what is indexed on open, and how a new line is built.
+
+Opening a session decodes only a *skeleton* of each line (type, ids, timestamp,
+label and setting fields, a message's role and model); payloads stay on disk
+and are decoded on demand from their byte offsets. Keys and entry types the
+daemon does not know are never touched: lines are only ever read or appended.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final
+
+import msgspec
+
+from . import jsonfmt
+from .errors import InvalidParams
+
+ENTRY_TYPES: Final = (
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+)
+
+# pi's key order per type (JSON.stringify keeps insertion order): own fields that pi
+# sets before the ids come first, then id/parentId/timestamp, then the rest.
+_BEFORE_IDS: Final[dict[str, tuple[str, ...]]] = {
+    "custom": ("customType", "data"),
+    "custom_message": ("customType", "content", "display", "details"),
+}
+_AFTER_IDS: Final[dict[str, tuple[str, ...]]] = {
+    "message": ("message",),
+    "thinking_level_change": ("thinkingLevel",),
+    "model_change": ("provider", "modelId"),
+    "compaction": ("summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook"),
+    "branch_summary": ("fromId", "summary", "details", "fromHook"),
+    "label": ("targetId", "label"),
+    "session_info": ("name",),
+}
+_ASSIGNED: Final = ("id", "parentId", "timestamp")
+_SUMMARY_ROLES: Final = ("branchSummary", "compactionSummary")
+
+# ECMAScript's String.prototype.trim set: WhiteSpace (incl. U+FEFF and every Zs) + LineTerminator.
+_JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def js_trim(text: str) -> str:
+    """JavaScript's `trim()`: unlike `str.strip()` it strips U+FEFF and not U+001C..U+001F."""
+    return text.strip(_JS_WHITESPACE)
+
+
+def now_iso() -> str:
+    """The current time as JavaScript's `toISOString()` writes it (milliseconds, `Z`)."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MILLISECOND: Final = timedelta(milliseconds=1)
+
+
+def iso_to_ms(value: Any) -> int | None:
+    """`new Date(iso).getTime()` for the timestamps pi writes; None where JavaScript gives NaN."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return (parsed - _EPOCH) // _MILLISECOND
+
+
+def new_entry_id(taken: Any) -> str:
+    """8 lowercase hex characters (pi: the first 8 of a random UUID), re-drawn on collision."""
+    while True:
+        candidate = secrets.token_hex(4)
+        if candidate not in taken:
+            return candidate
+
+
+# --------------------------------------------------------------------------- skeleton decoding
+
+
+class _MessageSkeleton(msgspec.Struct, gc=False):
+    role: Any = None
+    provider: Any = msgspec.UNSET
+    model: Any = msgspec.UNSET
+
+
+class _LineSkeleton(msgspec.Struct, gc=False):
+    """The fields of a line the tree and the projection need; everything else is skipped."""
+
+    type: str
+    id: str
+    parentId: Any = msgspec.UNSET
+    timestamp: Any = None
+    targetId: Any = None
+    label: Any = None
+    name: Any = None
+    thinkingLevel: Any = msgspec.UNSET
+    provider: Any = msgspec.UNSET
+    modelId: Any = msgspec.UNSET
+    message: _MessageSkeleton | None | msgspec.UnsetType = msgspec.UNSET
+
+
+_skeleton_decoder: Final = msgspec.json.Decoder(_LineSkeleton)
+
+
+class Node:
+    """What the index keeps per entry line: small, no payload."""
+
+    __slots__ = ("id", "parent_id", "type", "timestamp", "offset", "length", "seq", "role", "setting")
+
+    def __init__(
+        self,
+        id: str,
+        parent_id: str | None,
+        type: str,
+        timestamp: Any,
+        offset: int,
+        length: int,
+        seq: int,
+        role: str | None,
+        setting: Any,
+    ) -> None:
+        self.id = id
+        self.parent_id = parent_id  # None: a root (null, absent or not a string)
+        self.type = type
+        self.timestamp = timestamp
+        self.offset = offset  # byte offset of the line in the file
+        self.length = length  # bytes of the line without its line end
+        self.seq = seq  # position among the file's entries (file order)
+        self.role = role  # message role, or None
+        self.setting = setting  # thinking level, model dict, or label/name data by type
+
+    def __repr__(self) -> str:
+        return f"Node({self.id!r}, parent={self.parent_id!r}, type={self.type!r})"
+
+
+class SkeletonError(ValueError):
+    """A line that is not a usable entry (not JSON, not an object, no string id or type)."""
+
+
+_intern = sys.intern
+
+
+def _setting_of(type_: str, fields: dict[str, Any]) -> Any:
+    if type_ == "thinking_level_change":
+        return fields.get("thinkingLevel", msgspec.UNSET)
+    if type_ == "model_change":
+        return _model(fields.get("provider", msgspec.UNSET), fields.get("modelId", msgspec.UNSET))
+    if type_ == "label":
+        return (fields.get("targetId"), fields.get("label"))
+    if type_ == "session_info":
+        return fields.get("name")
+    return None
+
+
+def _model(provider: Any, model_id: Any) -> dict[str, Any]:
+    """pi builds `{provider, modelId}`; JSON.stringify drops the keys that are undefined."""
+    model: dict[str, Any] = {}
+    if provider is not msgspec.UNSET:
+        model["provider"] = provider
+    if model_id is not msgspec.UNSET:
+        model["modelId"] = model_id
+    return model
+
+
+def decode_skeleton(line: bytes | memoryview, offset: int, seq: int) -> Node:
+    """Decode one entry line into a Node, raising SkeletonError if it is not an entry."""
+    try:
+        skel = _skeleton_decoder.decode(line)
+    except msgspec.ValidationError:
+        return _decode_skeleton_slowly(line, offset, seq)
+    except msgspec.DecodeError as exc:
+        raise SkeletonError(f"not valid JSON: {exc}") from None
+    role = None
+    setting: Any = None
+    message = skel.message
+    type_ = _intern(skel.type)
+    if type_ == "message" and isinstance(message, _MessageSkeleton):
+        role = message.role if isinstance(message.role, str) else None
+        if role == "assistant":
+            setting = _model(message.provider, message.model)
+    elif type_ == "thinking_level_change":
+        setting = skel.thinkingLevel
+    elif type_ == "model_change":
+        setting = _model(skel.provider, skel.modelId)
+    elif type_ == "label":
+        setting = (skel.targetId, skel.label)
+    elif type_ == "session_info":
+        setting = skel.name
+    parent = skel.parentId if isinstance(skel.parentId, str) else None
+    return Node(skel.id, parent, type_, skel.timestamp, offset, len(line), seq, role and _intern(role), setting)
+
+
+def _decode_skeleton_slowly(line: bytes | memoryview, offset: int, seq: int) -> Node:
+    """The rare line whose fields have unexpected types: decode generically, keep what is usable."""
+    try:
+        fields = jsonfmt.loads(line)
+    except jsonfmt.JSONDecodeError as exc:
+        raise SkeletonError(f"not valid JSON: {exc}") from None
+    if not isinstance(fields, dict):
+        raise SkeletonError("not a JSON object")
+    type_, id_ = fields.get("type"), fields.get("id")
+    if not isinstance(type_, str):
+        raise SkeletonError("entry without a string `type`")
+    if not isinstance(id_, str):
+        raise SkeletonError("entry without a string `id`")
+    parent = fields.get("parentId")
+    message = fields.get("message")
+    role = None
+    setting = _setting_of(type_, fields)
+    if type_ == "message" and isinstance(message, dict) and isinstance(message.get("role"), str):
+        role = message["role"]
+        if role == "assistant":
+            setting = _model(message.get("provider", msgspec.UNSET), message.get("model", msgspec.UNSET))
+    return Node(
+        id_,
+        parent if isinstance(parent, str) else None,
+        _intern(type_),
+        fields.get("timestamp"),
+        offset,
+        len(line),
+        seq,
+        role,
+        setting,
+    )
+
+
+# --------------------------------------------------------------------------- building new lines
+
+
+def _require(entry: dict[str, Any], key: str, kinds: tuple[type, ...], where: str, what: str) -> Any:
+    value = entry.get(key)
+    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+        raise InvalidParams(f"{where}.{key} must be {what}", field=f"{where}.{key}")
+    return value
+
+
+def validate_entry(entry: dict[str, Any], where: str = "entry") -> str:
+    """Check the fields pi relies on for this entry type; returns the type. Raises InvalidParams."""
+    type_ = entry.get("type")
+    if type_ not in ENTRY_TYPES:
+        raise InvalidParams(
+            f"{where}.type must be one of {', '.join(ENTRY_TYPES)}", field=f"{where}.type", got=type_
+        )
+    for key in _ASSIGNED:
+        if key in entry:
+            raise InvalidParams(f"{where}.{key} is assigned by the daemon and must not be sent", field=f"{where}.{key}")
+    _VALIDATORS[type_](entry, where)
+    return type_
+
+
+def _validate_message(entry: dict[str, Any], where: str) -> None:
+    message = _require(entry, "message", (dict,), where, "an object (an AgentMessage)")
+    role = _require(message, "role", (str,), f"{where}.message", "a string")
+    if role in _SUMMARY_ROLES:
+        raise InvalidParams(
+            f"{where}.message.role {role!r} is not stored as a message: append a "
+            f"{'branch_summary' if role == 'branchSummary' else 'compaction'} entry instead",
+            field=f"{where}.message.role",
+        )
+
+
+def _validate_compaction(entry: dict[str, Any], where: str) -> None:
+    _require(entry, "summary", (str,), where, "a string")
+    _require(entry, "firstKeptEntryId", (str,), where, "a string")
+    _require(entry, "tokensBefore", (int, float), where, "a number")
+
+
+def _validate_custom_message(entry: dict[str, Any], where: str) -> None:
+    _require(entry, "customType", (str,), where, "a string")
+    _require(entry, "content", (str, list), where, "a string or an array of content blocks")
+    _require(entry, "display", (bool,), where, "a boolean")
+
+
+def _validate_label(entry: dict[str, Any], where: str) -> None:
+    _require(entry, "targetId", (str,), where, "a string")
+    if entry.get("label") is not None:
+        _require(entry, "label", (str,), where, "a string")
+
+
+def _fields(*spec: tuple[str, tuple[type, ...], str]) -> Any:
+    def validate(entry: dict[str, Any], where: str) -> None:
+        for key, kinds, what in spec:
+            _require(entry, key, kinds, where, what)
+
+    return validate
+
+
+_STR = ((str,), "a string")
+_VALIDATORS: Final = {
+    "message": _validate_message,
+    "thinking_level_change": _fields(("thinkingLevel", *_STR)),
+    "model_change": _fields(("provider", *_STR), ("modelId", *_STR)),
+    "compaction": _validate_compaction,
+    "branch_summary": _fields(("fromId", *_STR), ("summary", *_STR)),
+    "custom": _fields(("customType", *_STR)),
+    "custom_message": _validate_custom_message,
+    "label": _validate_label,
+    "session_info": _fields(("name", *_STR)),
+}
+
+
+def build_line(entry: dict[str, Any], id: str, parent_id: str | None, timestamp: str) -> dict[str, Any]:
+    """The entry as pi would write it: pi's key order for the fields it knows, the rest after."""
+    type_ = entry["type"]
+    ordered: dict[str, Any] = {"type": type_}
+    for key in _BEFORE_IDS.get(type_, ()):
+        if key in entry:
+            ordered[key] = entry[key]
+    ordered["id"] = id
+    ordered["parentId"] = parent_id
+    ordered["timestamp"] = timestamp
+    for key in _AFTER_IDS.get(type_, ()):
+        if key in entry:
+            ordered[key] = entry[key]
+    for key, value in entry.items():
+        if key not in ordered:
+            ordered[key] = value
+    return ordered

@@ -1,0 +1,83 @@
+"""Domain errors, each with the JSON-RPC error code documented in protocol.md.
+
+The domain raises these; the server turns them into JSON-RPC error responses
+(`code`, `message`, `data`) without knowing any domain detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SessionTreeError(Exception):
+    """Base class: a failure the client caused or must know about, with a stable code."""
+
+    code: int = -32603
+    name: str = "InternalError"
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data: dict[str, Any] = {"error": self.name, **data}
+
+
+class InvalidParams(SessionTreeError):
+    """Params that are well-formed JSON but not acceptable (JSON-RPC -32602)."""
+
+    code = -32602
+    name = "InvalidParams"
+
+
+class SessionNotFound(SessionTreeError):
+    code = -32010
+    name = "SessionNotFound"
+
+
+class EntryNotFound(SessionTreeError):
+    code = -32011
+    name = "EntryNotFound"
+
+
+class LeafConflict(SessionTreeError):
+    code = -32012
+    name = "LeafConflict"
+
+
+class PathOutsideRoot(SessionTreeError):
+    code = -32013
+    name = "PathOutsideRoot"
+
+
+class NotASessionFile(SessionTreeError):
+    code = -32014
+    name = "NotASessionFile"
+
+
+class FileNotFound(SessionTreeError):
+    code = -32015
+    name = "FileNotFound"
+
+
+class SessionExists(SessionTreeError):
+    code = -32016
+    name = "SessionExists"
+
+
+class StorageError(SessionTreeError):
+    """The disk refused a write or a read (full, read-only, I/O error)."""
+
+    code = -32017
+    name = "StorageError"
+
+
+ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
+    InvalidParams,
+    SessionNotFound,
+    EntryNotFound,
+    LeafConflict,
+    PathOutsideRoot,
+    NotASessionFile,
+    FileNotFound,
+    SessionExists,
+    StorageError,
+)

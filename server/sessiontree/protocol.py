@@ -1,0 +1,373 @@
+"""Wire types of the sessiontree protocol, shared by the daemon and the Python client.
+
+Every custom method has a params class and a result class here, and `METHODS`
+maps the method name to both. Field names are snake_case in Python and camelCase
+on the wire. On the wire, an absent optional field and `null` mean the same,
+except for the fields typed `MaybeId` (`leafId`, `parentId`, `entryId`), where
+absent means "the current leaf" and `null` means "no entry" (pi's `resetLeaf`).
+protocol.md documents each method; a test keeps it, this table and the
+registered handlers in step.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .errors import InvalidParams
+
+FORMAT_VERSION: Final = 3
+PROTOCOL_VERSION: Final = "1.0"
+
+
+@attrs.frozen
+class _Unset:
+    """Marks a field the client did not send (distinct from an explicit null)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = _Unset()
+MaybeId = str | None | _Unset
+
+JsonObject = dict[str, Any]
+ContextFormat = Literal["agent", "llm"]
+
+
+# --------------------------------------------------------------------------- params
+
+
+@attrs.define
+class CreateParams:
+    cwd: str
+    id: str | None = None
+    parent_session: str | None = None
+
+
+@attrs.define
+class OpenParams:
+    path: str
+
+
+@attrs.define
+class SessionParams:
+    """Params of the methods that name only a session (`session/close`, `session/info`)."""
+
+    session_id: str
+
+
+@attrs.define
+class ListParams:
+    cwd: str | None = None
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class AppendParams:
+    session_id: str
+    entry: JsonObject | None = None
+    entries: list[JsonObject] | None = None
+    parent_id: MaybeId = UNSET
+    expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
+class ContextParams:
+    session_id: str
+    leaf_id: MaybeId = UNSET
+    format: ContextFormat = "agent"
+
+
+@attrs.define
+class TreeParams:
+    session_id: str
+
+
+@attrs.define
+class EntriesParams:
+    session_id: str
+    ids: list[str] | None = None
+    path_to: str | None = None
+    since: MaybeId = UNSET
+    limit: int | None = None
+
+
+@attrs.define
+class BranchParams:
+    session_id: str
+    entry_id: str | None
+    summary: str | None = None
+    details: Any = None
+    from_hook: bool | None = None
+    expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
+class ForkParams:
+    session_id: str
+    entry_id: str | None = None
+    cwd: str | None = None
+
+
+@attrs.define
+class LabelParams:
+    session_id: str
+    target_id: str
+    label: str | None = None
+    expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
+class SetNameParams:
+    session_id: str
+    name: str
+    expected_leaf_id: MaybeId = UNSET
+
+
+# --------------------------------------------------------------------------- results
+
+
+@attrs.define
+class Warning:
+    """Something odd found in a file: reported, never repaired by deleting data."""
+
+    kind: str
+    message: str
+    line: int | None = None
+    entry_id: str | None = None
+    path: str | None = None
+
+
+@attrs.define
+class CreateResult:
+    session_id: str
+    path: str
+    header: JsonObject
+
+
+@attrs.define
+class OpenResult:
+    session_id: str
+    path: str
+    header: JsonObject
+    leaf_id: str | None
+    entry_count: int
+    name: str | None = None
+    warnings: list[Warning] = attrs.Factory(list)
+
+
+@attrs.define
+class InfoResult:
+    session_id: str
+    path: str
+    header: JsonObject
+    leaf_id: str | None
+    entry_count: int
+    name: str | None = None
+    cursor: str | None = None
+
+
+@attrs.define
+class SessionSummary:
+    path: str
+    id: str
+    cwd: str
+    created: str
+    modified: str
+    message_count: int
+    first_message: str
+    name: str | None = None
+    parent_session: str | None = None
+
+
+@attrs.define
+class ListResult:
+    sessions: list[SessionSummary]
+
+
+@attrs.define
+class AppendedEntry:
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+@attrs.define
+class AppendResult:
+    id: str
+    parent_id: str | None
+    timestamp: str
+    leaf_id: str | None
+    appended: list[AppendedEntry] | None = None
+
+
+@attrs.define
+class ContextModel:
+    provider: str | None = None
+    model_id: str | None = None
+
+
+@attrs.define
+class ContextResult:
+    messages: list[Any]
+    thinking_level: str | None
+    model: ContextModel | None
+    leaf_id: str | None
+
+
+@attrs.define
+class TreeNode:
+    id: str
+    parent_id: str | None
+    type: str
+    timestamp: str
+    depth: int
+    child_count: int
+    label: str | None = None
+    label_timestamp: str | None = None
+    role: str | None = None
+    preview: str | None = None
+
+
+@attrs.define
+class TreeResult:
+    leaf_id: str | None
+    nodes: list[TreeNode]
+    warnings: list[Warning] = attrs.Factory(list)
+
+
+@attrs.define
+class EntriesResult:
+    entries: list[JsonObject]
+    cursor: str | None
+
+
+@attrs.define
+class BranchResult:
+    leaf_id: str | None
+    summary_entry_id: str | None = None
+
+
+@attrs.define
+class ForkResult:
+    session_id: str
+    path: str
+
+
+@attrs.define
+class MethodTypes:
+    params: type
+    result: type | None
+    summary: str
+
+
+METHODS: Final[dict[str, MethodTypes]] = {
+    "session/create": MethodTypes(CreateParams, CreateResult, "Create a new session file."),
+    "session/open": MethodTypes(OpenParams, OpenResult, "Open a session file."),
+    "session/close": MethodTypes(SessionParams, None, "Close an open session."),
+    "session/info": MethodTypes(SessionParams, InfoResult, "The state of an open session."),
+    "session/list": MethodTypes(ListParams, ListResult, "List the sessions of one cwd or all."),
+    "session/append": MethodTypes(AppendParams, AppendResult, "Append one entry or a batch."),
+    "session/context": MethodTypes(ContextParams, ContextResult, "The LLM context at a leaf."),
+    "session/tree": MethodTypes(TreeParams, TreeResult, "Every entry as a flat depth-first tree."),
+    "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
+    "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),
+    "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),
+    "session/label": MethodTypes(LabelParams, AppendResult, "Set or clear the label of an entry."),
+    "session/setName": MethodTypes(SetNameParams, AppendResult, "Set or clear the session's name."),
+}
+
+
+# --------------------------------------------------------------------------- converter
+
+_CAMEL_RE = re.compile(r"_([a-z])")
+
+
+def to_camel(name: str) -> str:
+    return _CAMEL_RE.sub(lambda m: m.group(1).upper(), name)
+
+
+def _structure_maybe_id(value: Any, _type: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"expected a string or null, got {type(value).__name__}")
+
+
+def _strict(kind: type) -> Any:
+    """cattrs coerces (`str(5)`, `int("5")`); the wire must not, so check exact types."""
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is bool and kind is not bool:
+            raise ValueError(f"expected {kind.__name__}, got bool")
+        if not isinstance(value, kind):
+            raise ValueError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _structure_object(value: Any, _type: Any) -> JsonObject:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
+    for kind in (str, int, bool, float):
+        conv.register_structure_hook(kind, _strict(kind))
+    conv.register_structure_hook(MaybeId, _structure_maybe_id)
+    conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
+    conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
+
+    def structure_factory(cls: type) -> Any:
+        overrides = {f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)}
+        return make_dict_structure_fn(cls, conv, **overrides)
+
+    def unstructure_factory(cls: type) -> Any:
+        overrides = {
+            f.name: override(rename=to_camel(f.name), omit_if_default=f.default is None)
+            for f in attrs.fields(cls)
+        }
+        return make_dict_unstructure_fn(cls, conv, **overrides)
+
+    conv.register_structure_hook_factory(attrs.has, structure_factory)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    return conv
+
+
+converter: Final = make_converter()
+
+
+def _camel_path(problem: str) -> str:
+    """Name the field as the client spelled it: `@ params.session_id` -> `@ params.sessionId`."""
+    text, sep, path = problem.rpartition(" @ ")
+    return f"{text}{sep}{to_camel(path)}" if sep else problem
+
+
+def parse_params(method: str, params: Any) -> Any:
+    """Structure raw JSON params into the method's params class, or raise InvalidParams."""
+    cls = METHODS[method].params
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params of {method} must be an object", field="$")
+    try:
+        return converter.structure(params, cls)
+    except Exception as exc:  # cattrs wraps every field failure in a group
+        if isinstance(exc, cattrs.BaseValidationError):
+            problems = [_camel_path(p) for p in cattrs.transform_error(exc, path="params")]
+        else:
+            problems = [str(exc)]
+        raise InvalidParams(f"invalid params for {method}: {'; '.join(problems)}", problems=problems) from None
+
+
+def to_wire(result: Any) -> Any:
+    """Unstructure a result object into plain JSON-ready data."""
+    return converter.unstructure(result)

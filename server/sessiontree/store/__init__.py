@@ -1,0 +1,18 @@
+"""The session file: scanning, indexing, appending under a lock, migration."""
+
+from .index import SessionIndex
+from .migrate import file_version, migrate_file
+from .session import Appended, Session
+from .storage import Durability, FileStorage, MemoryStorage, Storage
+
+__all__ = [
+    "Appended",
+    "Durability",
+    "FileStorage",
+    "MemoryStorage",
+    "Session",
+    "SessionIndex",
+    "Storage",
+    "file_version",
+    "migrate_file",
+]

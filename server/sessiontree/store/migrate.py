@@ -1,0 +1,146 @@
+"""Migration of v1 and v2 session files to v3, as pi does it, but safely.
+
+pi rewrites the file in place and drops lines it cannot parse. Here the new
+content goes to a temporary file that is synced and renamed over the original,
+the original bytes stay as `<file>.v<N>.bak`, and malformed lines are kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import jsonfmt
+from ..entries import new_entry_id
+from ..protocol import Warning
+from .lines import BOM
+from .storage import fsync_directory
+
+CURRENT_VERSION = 3
+_HEADER_PROBE = 64 * 1024
+
+
+def file_version(path: Path) -> int | None:
+    """The version of the file's header (pi: absent means 1), or None when there is no header."""
+    with open(path, "rb") as handle:
+        first = handle.readline(_HEADER_PROBE)
+        while first and not first.strip():
+            first = handle.readline(_HEADER_PROBE)
+    if first.startswith(BOM):
+        first = first[len(BOM) :]
+    try:
+        header = jsonfmt.loads(first)
+    except jsonfmt.JSONDecodeError:
+        return None
+    if not isinstance(header, dict) or header.get("type") != "session":
+        return None
+    version = header.get("version")
+    return version if isinstance(version, int) else 1
+
+
+def migrate_file(path: Path, version: int, sync: bool = True) -> Warning:
+    """Rewrite a v1/v2 file as v3, atomically, keeping the original as `.v<N>.bak`."""
+    original = path.read_bytes()
+    migrated = migrate_bytes(original, version)
+    backup = _free_name(path.with_name(f"{path.name}.v{version}.bak"))
+    temporary = path.with_name(f".{path.name}.migrating")
+    with open(temporary, "wb") as out:
+        out.write(migrated)
+        out.flush()
+        os.fsync(out.fileno())
+    os.link(path, backup)  # the original bytes, under a new name, before anything replaces them
+    os.replace(temporary, path)
+    if sync:
+        fsync_directory(path.parent)
+    return Warning(
+        "migrated",
+        f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {backup}",
+        path=str(backup),
+    )
+
+
+def _free_name(candidate: Path) -> Path:
+    number = 1
+    base = candidate
+    while candidate.exists():
+        candidate = base.with_name(f"{base.name}.{number}")
+        number += 1
+    return candidate
+
+
+class _Line:
+    """One line of the file: its bytes, and its object when it parsed."""
+
+    __slots__ = ("raw", "value", "changed")
+
+    def __init__(self, raw: bytes, value: Any) -> None:
+        self.raw = raw
+        self.value = value
+        self.changed = False
+
+
+def migrate_bytes(data: bytes, version: int) -> bytes:
+    """pi's migrateV1ToV2 and migrateV2ToV3 over the parsed lines; other lines stay as they are."""
+    lines = _parse_lines(data)
+    parsed = [line for line in lines if isinstance(line.value, dict)]
+    if version < 2:
+        _v1_to_v2(parsed)
+    _v2_to_v3(parsed)
+    out = bytearray()
+    for index, line in enumerate(lines):
+        out += jsonfmt.dumps(line.value) if line.changed else line.raw
+        if index < len(lines) - 1 or data.endswith(b"\n"):
+            out += b"\n"
+    return bytes(out)
+
+
+def _parse_lines(data: bytes) -> list[_Line]:
+    raw_lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        raw_lines.pop()
+    lines = []
+    for number, raw in enumerate(raw_lines):
+        text = raw[len(BOM) :] if number == 0 and raw.startswith(BOM) else raw
+        try:
+            value = jsonfmt.loads(text) if text.strip() else None
+        except jsonfmt.JSONDecodeError:
+            value = None
+        lines.append(_Line(raw, value))
+    return lines
+
+
+def _v1_to_v2(parsed: list[_Line]) -> None:
+    ids: set[str] = set()
+    previous: str | None = None
+    entries = [line.value for line in parsed]
+    for line in parsed:
+        entry = line.value
+        line.changed = True
+        if entry.get("type") == "session":
+            entry["version"] = 2
+            continue
+        entry["id"] = new_entry_id(ids)
+        ids.add(entry["id"])
+        entry["parentId"] = previous
+        previous = entry["id"]
+        index = entry.get("firstKeptEntryIndex")
+        if entry.get("type") == "compaction" and isinstance(index, int | float) and not isinstance(index, bool):
+            # pi indexes the parsed lines, the header being index 0
+            target = entries[int(index)] if float(index).is_integer() and 0 <= index < len(entries) else None
+            if target is not None and target.get("type") != "session":
+                entry["firstKeptEntryId"] = target.get("id")
+            del entry["firstKeptEntryIndex"]
+
+
+def _v2_to_v3(parsed: list[_Line]) -> None:
+    for line in parsed:
+        entry = line.value
+        if entry.get("type") == "session":
+            entry["version"] = CURRENT_VERSION
+            line.changed = True
+        elif entry.get("type") == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "hookMessage":
+                message["role"] = "custom"
+                line.changed = True

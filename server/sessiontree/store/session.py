@@ -1,0 +1,293 @@
+"""One open session file: scan on open, take in other writers' lines, append under a lock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .. import jsonfmt
+from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, now_iso
+from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
+from ..protocol import UNSET, MaybeId, Warning
+from .index import SessionIndex
+from .lines import BOM, LineReader
+from .storage import Storage
+
+
+class Appended:
+    """An entry this daemon wrote: its index node and the exact object it wrote."""
+
+    __slots__ = ("node", "entry")
+
+    def __init__(self, node: Node, entry: dict[str, Any]) -> None:
+        self.node = node
+        self.entry = entry
+
+
+def _parse_header(line: bytes) -> dict[str, Any] | None:
+    """The header object, None for a line that is not JSON; NotASessionFile for any other object."""
+    try:
+        value = jsonfmt.loads(line)
+    except jsonfmt.JSONDecodeError:
+        return None
+    if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+        return value
+    raise NotASessionFile("the first line is not a session header", found=_describe(value))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"an object of type {value.get('type')!r}"
+    return f"a JSON {type(value).__name__}"
+
+
+class Session:
+    """The file and its index. Every read of the file starts where the last one ended."""
+
+    def __init__(self, storage: Storage, header: dict[str, Any]) -> None:
+        self.storage = storage
+        self.header = header
+        self.index = SessionIndex()
+        self.warnings: list[Warning] = []
+        self.end = 0  # every byte before this has been taken in
+        self.unterminated = False  # the file does not end with "\n" at `end`
+        self._line_no = 0
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def load(cls, storage: Storage) -> Session:
+        """Scan the whole file once; a torn last line is quarantined and cut off."""
+        with storage.lock():
+            reader = LineReader(storage, 0, storage.size())
+            lines = iter(reader)
+            session, skipped = cls._find_header(storage, lines)
+            if session is None:
+                session = cls._header_from_tail(storage, reader)
+            session.warnings[:0] = skipped
+            session._take_in(lines, follow_leaf=False)
+            session._finish(reader, at_open=True)
+        return session
+
+    @classmethod
+    def _find_header(
+        cls, storage: Storage, lines: Iterator[tuple[int, bytes]]
+    ) -> tuple[Session | None, list[Warning]]:
+        skipped: list[Warning] = []
+        for line_no, (offset, line) in enumerate(lines, start=1):
+            if offset == 0 and line.startswith(BOM):
+                line = line[len(BOM) :]
+            if not line.strip():
+                continue
+            header = _parse_header(line)
+            if header is None:
+                skipped.append(Warning("malformed", f"line {line_no} is not valid JSON; skipped", line=line_no))
+                continue
+            session = cls(storage, header)
+            session._line_no = line_no
+            return session, skipped
+        return None, skipped
+
+    @classmethod
+    def _header_from_tail(cls, storage: Storage, reader: LineReader) -> Session:
+        """A file whose only header line lacks its final newline is still a session."""
+        tail = reader.tail[len(BOM) :] if reader.tail_offset == 0 and reader.tail.startswith(BOM) else reader.tail
+        header = _parse_header(tail) if tail.strip() else None
+        if header is None:
+            raise NotASessionFile("the file holds no session header", path=storage.name)
+        session = cls(storage, header)
+        session.end = reader.tail_offset + len(reader.tail)
+        session.unterminated = True
+        reader.tail = b""
+        reader.tail_offset = session.end
+        return session
+
+    def _take_in(self, lines: Iterable[tuple[int, bytes]], follow_leaf: bool) -> list[Node]:
+        """Index complete lines (after the header)."""
+        added: list[Node] = []
+        for offset, line in lines:
+            self._line_no += 1
+            node = self._decode(offset, line)
+            if node is not None:
+                self.index.add(node, self._line_no, self.warnings, follow_leaf)
+                added.append(node)
+            self.end = offset + len(line) + 1
+            self.unterminated = False
+        return added
+
+    def _decode(self, offset: int, line: bytes) -> Node | None:
+        if not line.strip():
+            return None
+        try:
+            node = decode_skeleton(line, offset, len(self.index))
+        except SkeletonError as exc:
+            self.warnings.append(Warning("malformed", f"line {self._line_no}: {exc}; skipped", line=self._line_no))
+            return None
+        if node.type == "session":
+            self.warnings.append(
+                Warning("extra-header", f"line {self._line_no} is a second session header; ignored", line=self._line_no)
+            )
+            return None
+        return node
+
+    def _finish(self, reader: LineReader, at_open: bool) -> list[Node]:
+        """Deal with bytes after the last line end: a complete entry, blanks, or a torn line."""
+        tail, offset = reader.tail, reader.tail_offset
+        if not tail:
+            return []
+        if not tail.strip():
+            self.end, self.unterminated = offset + len(tail), True
+            return []
+        try:
+            node = decode_skeleton(tail, offset, len(self.index))
+        except SkeletonError:
+            if at_open:
+                self._quarantine_tail(offset, tail)
+            return []  # at refresh: a writer without a lock may still be writing it
+        self._line_no += 1
+        self.index.add(node, self._line_no, self.warnings, follow_leaf=not at_open)
+        self.end, self.unterminated = offset + len(tail), True
+        return [node]
+
+    def _quarantine_tail(self, offset: int, tail: bytes) -> None:
+        line = self._line_no + 1
+        try:
+            where = self.storage.quarantine(offset, tail)
+            self.storage.truncate(offset)
+        except OSError as exc:
+            self.warnings.append(
+                Warning("torn-tail", f"line {line} is torn and could not be quarantined ({exc}); kept", line=line)
+            )
+            self.end, self.unterminated = offset + len(tail), True
+            return
+        self.warnings.append(
+            Warning(
+                "torn-tail",
+                f"line {line} was torn ({len(tail)} bytes, no line end); moved to {where} and cut off",
+                line=line,
+                path=where,
+            )
+        )
+        self.end, self.unterminated = offset, False
+
+    # ------------------------------------------------------------------ following other writers
+
+    def refresh(self) -> list[Node]:
+        """Take in complete lines other processes appended since the last read."""
+        size = self.storage.size()
+        if size == self.end:
+            return []
+        if size < self.end or not self._still_ends_where_we_left():
+            raise StorageError(
+                "the session file was rewritten or truncated by another program; reopen it",
+                path=self.storage.name,
+                size=size,
+                expected=self.end,
+            )
+        reader = LineReader(self.storage, self.end, size)
+        added = self._take_in(reader, follow_leaf=True)
+        return added + self._finish(reader, at_open=False)
+
+    def _still_ends_where_we_left(self) -> bool:
+        if self.end == 0 or self.unterminated:
+            return True
+        return self.storage.read(self.end - 1, 1) == b"\n"
+
+    # ------------------------------------------------------------------ appending
+
+    def append(
+        self,
+        entries: list[dict[str, Any]],
+        parent: MaybeId = UNSET,
+        expected_leaf: MaybeId = UNSET,
+    ) -> tuple[list[Appended], list[Node]]:
+        """Write entries as a chain below `parent` (default: the leaf) in one write.
+
+        Returns what was written and what other writers had appended before it.
+        Nothing is written if a check fails.
+        """
+        with self.storage.lock():
+            others = self.refresh()
+            self._check(entries, parent, expected_leaf)
+            parent_id = self.index.leaf_id if parent is UNSET else parent
+            written = self._write(entries, parent_id)
+        return written, others
+
+    def _check(self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId) -> None:
+        leaf = self.index.leaf_id
+        if expected_leaf is not UNSET and expected_leaf != leaf:
+            raise LeafConflict(
+                f"the leaf is {leaf}, not {expected_leaf}", currentLeafId=leaf, expectedLeafId=expected_leaf
+            )
+        if isinstance(parent, str):
+            self.require(parent, "parentId")
+        for entry in entries:
+            if entry["type"] == "label":
+                self.require(entry["targetId"], "entry.targetId")
+            elif entry["type"] == "compaction":
+                self.require(entry["firstKeptEntryId"], "entry.firstKeptEntryId")
+
+    def require(self, entry_id: str, field: str) -> Node:
+        node = self.index.get(entry_id)
+        if node is None:
+            raise EntryNotFound(f"entry {entry_id} not found ({field})", entryId=entry_id, field=field)
+        return node
+
+    def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> list[Appended]:
+        size = self.storage.size()
+        fence = b"\n" if size > self.end or self.unterminated else b""
+        taken = set()
+        lines: list[dict[str, Any]] = []
+        for entry in entries:
+            entry_id = new_entry_id(_Either(self.index.by_id, taken))
+            taken.add(entry_id)
+            lines.append(build_line(entry, entry_id, parent_id, now_iso()))
+            parent_id = entry_id
+        encoded = [jsonfmt.dumps(line) for line in lines]
+        data = fence + b"".join(line + b"\n" for line in encoded)
+        try:
+            self.storage.append(data)
+        except OSError as exc:
+            raise StorageError(f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name) from None
+        if fence and size > self.end:
+            self._line_no += 1
+            self.warnings.append(
+                Warning(
+                    "torn-line-fenced",
+                    f"line {self._line_no} was incomplete when appending; kept and ended with a line end",
+                    line=self._line_no,
+                )
+            )
+        offset = size + len(fence)
+        written = []
+        for line, raw in zip(lines, encoded):
+            self._line_no += 1
+            node = decode_skeleton(raw, offset, len(self.index))
+            self.index.add(node, self._line_no, self.warnings)
+            written.append(Appended(node, line))
+            offset += len(raw) + 1
+        self.end, self.unterminated = offset, False
+        return written
+
+    # ------------------------------------------------------------------ reading payloads
+
+    def entry(self, node: Node) -> dict[str, Any]:
+        """The full entry of a node, decoded from the file."""
+        raw = self.storage.read(node.offset, node.length)
+        return jsonfmt.loads(raw)
+
+    def raw(self, node: Node) -> bytes:
+        return self.storage.read(node.offset, node.length)
+
+    def close(self) -> None:
+        self.storage.close()
+
+
+class _Either:
+    """Membership in either of two collections, without building their union."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first, self.second = first, second
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second

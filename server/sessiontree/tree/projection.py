@@ -1,0 +1,217 @@
+"""What the model sees: pi's `buildSessionContext` over the path from a leaf to the root.
+
+Only the path is walked (O(depth)), and only the payloads that become messages
+are decoded. The context of the current leaf is cached and extended in place
+when an entry is appended below it, so the common "append, then read the
+context" loop does not walk the path again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ..entries import Node, iso_to_ms
+from ..protocol import Warning
+from ..store import SessionIndex
+
+LoadEntry = Callable[[Node], dict[str, Any]]
+
+
+def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[Warning] | None = None) -> list[Node]:
+    """Entries from the root to `leaf_id`; stops (and warns) where a parent chain would repeat."""
+    path: list[Node] = []
+    seen: set[str] = set()
+    node = index.get(leaf_id) if leaf_id is not None else None
+    while node is not None:
+        if node.id in seen:
+            if warnings is not None:
+                warnings.append(
+                    Warning("cycle", f"the parent chain of {leaf_id} loops at {node.id}; cut there", entry_id=node.id)
+                )
+            break
+        seen.add(node.id)
+        path.append(node)
+        node = index.get(node.parent_id) if node.parent_id else None
+    path.reverse()
+    return path
+
+
+def _present(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """JSON.stringify drops undefined values: copy only the keys the entry has."""
+    return {key: entry[key] for key in keys if key in entry}
+
+
+def custom_message(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "custom",
+        **_present(entry, ("customType", "content", "display", "details")),
+        "timestamp": iso_to_ms(entry.get("timestamp")),
+    }
+
+
+def branch_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "branchSummary",
+        **_present(entry, ("summary", "fromId")),
+        "timestamp": iso_to_ms(entry.get("timestamp")),
+    }
+
+
+def compaction_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "compactionSummary",
+        **_present(entry, ("summary", "tokensBefore")),
+        "timestamp": iso_to_ms(entry.get("timestamp")),
+    }
+
+
+class Context:
+    """A built context: messages, thinking level and model at `leaf_id`."""
+
+    __slots__ = ("leaf_id", "messages", "thinking_level", "model", "warnings")
+
+    def __init__(self, leaf_id: str | None) -> None:
+        self.leaf_id = leaf_id
+        self.messages: list[Any] = []
+        self.thinking_level: Any = "off"
+        self.model: dict[str, Any] | None = None
+        self.warnings: list[Warning] = []
+
+    def note_setting(self, node: Node) -> None:
+        """Track the last thinking level and model along the path (also before a compaction)."""
+        if node.type == "thinking_level_change":
+            self.thinking_level = None if node.setting is msgspec.UNSET else node.setting
+        elif node.type == "model_change" or (node.type == "message" and node.role == "assistant"):
+            self.model = node.setting
+
+    def add_message(self, node: Node, entry: dict[str, Any]) -> None:
+        """pi's appendMessage: the entry types that become messages."""
+        if node.type == "message":
+            message = entry.get("message")
+            if isinstance(message, dict):
+                self.messages.append(message)
+            else:
+                self.warnings.append(
+                    Warning("message-without-message", f"message entry {node.id} has no message; skipped", entry_id=node.id)
+                )
+        elif node.type == "custom_message":
+            self.messages.append(custom_message(entry))
+        elif node.type == "branch_summary" and entry.get("summary"):
+            self.messages.append(branch_summary_message(entry))
+
+
+_MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
+
+
+def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
+    """pi's buildSessionContext for `leaf_id` (None: the empty context)."""
+    context = Context(leaf_id)
+    path = walk_path(index, leaf_id, context.warnings)
+    compaction: Node | None = None
+    compaction_at = -1
+    for position, node in enumerate(path):
+        context.note_setting(node)
+        if node.type == "compaction":
+            compaction, compaction_at = node, position
+    if compaction is None:
+        emitted = path
+    else:
+        entry = load(compaction)
+        context.messages.append(compaction_summary_message(entry))
+        emitted = _kept_before(path[:compaction_at], entry.get("firstKeptEntryId")) + path[compaction_at + 1 :]
+    for node in emitted:
+        if node.type in _MESSAGE_TYPES:
+            context.add_message(node, load(node))
+    return context
+
+
+def _kept_before(before: list[Node], first_kept_id: Any) -> list[Node]:
+    """The entries from `firstKeptEntryId` up to the compaction (none if it is not on the path)."""
+    for position, node in enumerate(before):
+        if node.id == first_kept_id:
+            return before[position:]
+    return []
+
+
+class ContextCache:
+    """The context of one leaf, kept up to date while entries are appended below it."""
+
+    def __init__(self) -> None:
+        self.context: Context | None = None
+
+    def get(self, leaf_id: str | None) -> Context | None:
+        context = self.context
+        return context if context is not None and context.leaf_id == leaf_id else None
+
+    def put(self, context: Context) -> None:
+        self.context = context
+
+    def extend(self, node: Node, entry: dict[str, Any]) -> None:
+        """`node` was appended; if it continues the cached leaf, fold it in without a walk."""
+        context = self.context
+        if context is None or node.parent_id != context.leaf_id or context.leaf_id is None:
+            return
+        if node.type == "compaction":  # replaces history: rebuild on the next read
+            self.context = None
+            return
+        context.note_setting(node)
+        if node.type in _MESSAGE_TYPES:
+            context.add_message(node, entry)
+        context.leaf_id = node.id
+
+    def clear(self) -> None:
+        self.context = None
+
+
+# --------------------------------------------------------------------------- convertToLlm
+
+COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+
+def bash_execution_text(message: dict[str, Any]) -> str:
+    """pi's bashExecutionToText."""
+    text = f"Ran `{message.get('command')}`\n"
+    output = message.get("output")
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0:
+        text += f"\n\nCommand exited with code {exit_code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _user_text(text: str, timestamp: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+
+
+def _to_llm(message: dict[str, Any]) -> dict[str, Any] | None:
+    role = message.get("role")
+    timestamp = message.get("timestamp")
+    if role in ("user", "assistant", "toolResult"):
+        return message
+    if role == "bashExecution":
+        return None if message.get("excludeFromContext") else _user_text(bash_execution_text(message), timestamp)
+    if role == "custom":
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return {"role": "user", "content": blocks, "timestamp": timestamp}
+    if role == "branchSummary":
+        return _user_text(BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX, timestamp)
+    if role == "compactionSummary":
+        return _user_text(COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX, timestamp)
+    return None  # pi drops roles it does not know
+
+
+def convert_to_llm(messages: list[Any]) -> list[Any]:
+    """pi's convertToLlm: summaries and bash executions become user messages."""
+    converted = (_to_llm(message) for message in messages if isinstance(message, dict))
+    return [message for message in converted if message is not None]
