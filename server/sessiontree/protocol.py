@@ -210,17 +210,12 @@ class AppendResult:
 
 
 @attrs.define
-class ContextModel:
-    provider: str | None = None
-    model_id: str | None = None
-
-
-@attrs.define
 class ContextResult:
     messages: list[Any]
     thinking_level: str | None
-    model: ContextModel | None
+    model: JsonObject | None  # {provider, modelId}, keys pi did not have left out
     leaf_id: str | None
+    warnings: list[Warning] = attrs.Factory(list)
 
 
 @attrs.define

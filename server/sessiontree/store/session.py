@@ -213,12 +213,16 @@ class Session:
             written = self._write(entries, parent_id)
         return written, others
 
-    def _check(self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId) -> None:
+    def check_leaf(self, expected_leaf: MaybeId) -> None:
+        """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork."""
         leaf = self.index.leaf_id
         if expected_leaf is not UNSET and expected_leaf != leaf:
             raise LeafConflict(
                 f"the leaf is {leaf}, not {expected_leaf}", currentLeafId=leaf, expectedLeafId=expected_leaf
             )
+
+    def _check(self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId) -> None:
+        self.check_leaf(expected_leaf)
         if isinstance(parent, str):
             self.require(parent, "parentId")
         for entry in entries:
@@ -226,6 +230,12 @@ class Session:
                 self.require(entry["targetId"], "entry.targetId")
             elif entry["type"] == "compaction":
                 self.require(entry["firstKeptEntryId"], "entry.firstKeptEntryId")
+
+    def move_leaf(self, entry_id: str | None) -> None:
+        """pi's branch (an id) and resetLeaf (None): only the in-memory leaf moves."""
+        if entry_id is not None:
+            self.require(entry_id, "entryId")
+        self.index.leaf_id = entry_id
 
     def require(self, entry_id: str, field: str) -> Node:
         node = self.index.get(entry_id)

@@ -55,11 +55,12 @@ def fsync_directory(path: Path) -> None:
 class FileStorage:
     """A session file opened for appending, locked with flock (released if the process dies)."""
 
-    def __init__(self, path: Path, durability: Durability = "os") -> None:
+    def __init__(self, path: Path, durability: Durability = "os", writable: bool = True) -> None:
         self.path = path
         self.name = str(path)
         self.durability = durability
-        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        flags = os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY
+        self._fd = os.open(path, flags | os.O_CLOEXEC)
         self._lock_depth = 0
 
     def size(self) -> int:

@@ -1,0 +1,71 @@
+"""Where session files live: pi's layout under a sessions root, and the rule that nothing leaves it."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+import uuid
+from pathlib import Path
+
+from .errors import FileNotFound, InvalidParams, PathOutsideRoot
+
+DEFAULT_SESSIONS_DIR = Path("~/.pi/agent/sessions")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def encode_cwd(cwd: str) -> str:
+    """pi's directory name for a cwd: `--<cwd without its leading slash, / \\ : as ->--`."""
+    stripped = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    return "--" + re.sub(r"[/\\:]", "-", stripped) + "--"
+
+
+def file_name(timestamp_iso: str, session_id: str) -> str:
+    """pi's file name: the ISO timestamp with `:` and `.` as `-`, then the session id."""
+    return f"{re.sub(r'[:.]', '-', timestamp_iso)}_{session_id}.jsonl"
+
+
+def new_session_id() -> str:
+    """A UUID version 7 (time-ordered), as pi creates session ids."""
+    ms = time.time_ns() // 1_000_000
+    value = (ms & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
+
+
+def check_session_id(session_id: str) -> str:
+    """A session id becomes part of a file name: keep it to safe characters."""
+    if not _SESSION_ID.match(session_id):
+        raise InvalidParams(
+            "id must be 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field="id",
+        )
+    return session_id
+
+
+class SessionsRoot:
+    """The directory the daemon owns; every path it touches must resolve inside it."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(os.path.realpath(root.expanduser()))
+
+    def resolve(self, path: str, must_exist: bool = True) -> Path:
+        """An absolute path (relative ones are taken from the root), symlinks resolved, checked."""
+        if "\x00" in path:
+            raise InvalidParams("path contains a NUL character", field="path")
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.path / candidate
+        real = Path(os.path.realpath(candidate))
+        if real != self.path and self.path not in real.parents:
+            raise PathOutsideRoot(
+                f"{path} is outside the sessions directory {self.path}", path=path, root=str(self.path)
+            )
+        if must_exist and not real.is_file():
+            raise FileNotFound(f"no session file at {path}", path=path)
+        return real
+
+    def directory_for(self, cwd: str) -> Path:
+        directory = self.path / encode_cwd(cwd)
+        self.resolve(str(directory), must_exist=False)  # a cwd must not escape through a symlinked directory
+        return directory

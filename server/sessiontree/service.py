@@ -1,0 +1,319 @@
+"""The domain API over open sessions: one method per protocol method, no transport here.
+
+Each method takes the params object of its protocol method and returns its
+result object; failures raise `SessionTreeError` subclasses with documented codes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from . import jsonfmt, protocol
+from .entries import js_trim, now_iso, validate_entry
+from .errors import InvalidParams, SessionExists, SessionNotFound, StorageError
+from .listing import list_sessions, session_files
+from .paths import SessionsRoot, check_session_id, file_name, new_session_id
+from .protocol import UNSET, AppendedEntry, AppendResult, Warning
+from .store import Appended, Durability, FileStorage, Session, file_version, migrate_file
+from .store.storage import fsync_directory
+from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
+from .tree.fork import all_lines, branched_lines
+from .tree.preview import preview
+
+Progress = Callable[[int, int], None]
+
+
+@attrs.define
+class ServiceConfig:
+    sessions_dir: Path
+    durability: Durability = "os"
+
+
+class OpenSession:
+    """A session this daemon has open, with what it caches about it."""
+
+    def __init__(self, session: Session, path: Path) -> None:
+        self.session = session
+        self.path = path
+        self.context_cache = ContextCache()
+        self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
+
+    @property
+    def id(self) -> str:
+        return self.session.header["id"]
+
+    def sync(self) -> None:
+        """Take in what other processes appended; cached projections may no longer hold."""
+        if self.session.refresh():
+            self.context_cache.clear()
+
+    def preview(self, node: Any) -> str | None:
+        if node.offset not in self.previews:
+            self.previews[node.offset] = preview(self.session.entry(node))
+        return self.previews[node.offset]
+
+
+class SessionService:
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.root = SessionsRoot(config.sessions_dir)
+        self._sessions: dict[str, OpenSession] = {}
+        self._by_path: dict[Path, OpenSession] = {}
+
+    # ------------------------------------------------------------------ lifecycle of sessions
+
+    def create(self, params: protocol.CreateParams) -> protocol.CreateResult:
+        session_id = check_session_id(params.id) if params.id is not None else new_session_id()
+        if session_id in self._sessions:
+            raise SessionExists(f"session {session_id} is already open", sessionId=session_id)
+        timestamp = now_iso()
+        header: dict[str, Any] = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id}
+        header.update(timestamp=timestamp, cwd=params.cwd)
+        if params.parent_session is not None:
+            header["parentSession"] = params.parent_session
+        directory = self.root.directory_for(params.cwd)
+        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header)])
+        opened = self._register(path, [])
+        return protocol.CreateResult(opened.id, str(path), opened.session.header)
+
+    def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
+        path = self.root.resolve(params.path)
+        opened = self._by_path.get(path)
+        warnings: list[Warning] = []
+        if opened is None:
+            version = file_version(path)
+            if version is not None and version < protocol.FORMAT_VERSION:
+                warnings.append(migrate_file(path, version, sync=self.config.durability == "fsync"))
+            opened = self._register(path, warnings)
+        else:
+            opened.sync()
+        session = opened.session
+        return protocol.OpenResult(
+            session_id=opened.id,
+            path=str(path),
+            header=session.header,
+            leaf_id=session.index.leaf_id,
+            entry_count=len(session.index),
+            name=session.index.name,
+            warnings=warnings + session.warnings,
+        )
+
+    def _register(self, path: Path, warnings: list[Warning]) -> OpenSession:
+        try:
+            session = Session.load(FileStorage(path, self.config.durability))
+        except OSError as exc:
+            raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
+        opened = OpenSession(session, path)
+        if opened.id in self._sessions:
+            session.close()
+            raise SessionExists(
+                f"another open file has the same session id {opened.id}",
+                sessionId=opened.id,
+                path=str(self._sessions[opened.id].path),
+            )
+        self._sessions[opened.id] = opened
+        self._by_path[path] = opened
+        return opened
+
+    def close(self, params: protocol.SessionParams) -> None:
+        opened = self._get(params.session_id)
+        del self._sessions[opened.id]
+        del self._by_path[opened.path]
+        opened.session.close()
+
+    def close_all(self) -> None:
+        for opened in list(self._sessions.values()):
+            opened.session.close()
+        self._sessions.clear()
+        self._by_path.clear()
+
+    def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
+        opened = self._synced(params.session_id)
+        index = opened.session.index
+        return protocol.InfoResult(
+            session_id=opened.id,
+            path=str(opened.path),
+            header=opened.session.header,
+            leaf_id=index.leaf_id,
+            entry_count=len(index),
+            name=index.name,
+            cursor=index.cursor,
+        )
+
+    def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
+        if params.cwd is not None:
+            directories = [self.root.directory_for(params.cwd)]
+        else:
+            try:
+                directories = sorted(p for p in self.root.path.iterdir() if p.is_dir())
+            except OSError:
+                directories = []
+        return protocol.ListResult(list_sessions(session_files(directories), progress))
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, params: protocol.AppendParams) -> AppendResult:
+        entries = self._entries_of(params)
+        opened = self._get(params.session_id)
+        return self._append(opened, entries, params.parent_id, params.expected_leaf_id)
+
+    def _entries_of(self, params: protocol.AppendParams) -> list[dict[str, Any]]:
+        if (params.entry is None) == (params.entries is None):
+            raise InvalidParams("send exactly one of entry and entries", field="entry")
+        if params.entry is not None:
+            validate_entry(params.entry)
+            return [params.entry]
+        assert params.entries is not None
+        if not params.entries:
+            raise InvalidParams("entries must not be empty", field="entries")
+        for position, entry in enumerate(params.entries):
+            validate_entry(entry, f"entries[{position}]")
+        return params.entries
+
+    def _append(
+        self,
+        opened: OpenSession,
+        entries: list[dict[str, Any]],
+        parent: protocol.MaybeId = UNSET,
+        expected_leaf: protocol.MaybeId = UNSET,
+    ) -> AppendResult:
+        written, others = opened.session.append(entries, parent, expected_leaf)
+        if others:
+            opened.context_cache.clear()
+        for appended in written:
+            opened.context_cache.extend(appended.node, appended.entry)
+        return _append_result(written, opened.session.index.leaf_id)
+
+    def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
+        opened = self._synced(params.session_id)
+        session = opened.session
+        if params.summary is None:
+            session.check_leaf(params.expected_leaf_id)
+            session.move_leaf(params.entry_id)
+            return protocol.BranchResult(session.index.leaf_id)
+        entry: dict[str, Any] = {"type": "branch_summary", "fromId": params.entry_id or "root", "summary": params.summary}
+        if params.details is not None:
+            entry["details"] = params.details
+        if params.from_hook is not None:
+            entry["fromHook"] = params.from_hook
+        result = self._append(opened, [entry], params.entry_id, params.expected_leaf_id)
+        return protocol.BranchResult(result.leaf_id, summary_entry_id=result.id)
+
+    def label(self, params: protocol.LabelParams) -> AppendResult:
+        entry: dict[str, Any] = {"type": "label", "targetId": params.target_id}
+        if params.label is not None:
+            entry["label"] = params.label
+        return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id)
+
+    def set_name(self, params: protocol.SetNameParams) -> AppendResult:
+        entry = {"type": "session_info", "name": js_trim(params.name)}
+        return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id)
+
+    def fork(self, params: protocol.ForkParams) -> protocol.ForkResult:
+        if params.entry_id is None and params.cwd is None:
+            raise InvalidParams("send entryId (fork a path), cwd (copy the session), or both", field="entryId")
+        opened = self._synced(params.session_id)
+        session = opened.session
+        if params.entry_id is not None:
+            session.require(params.entry_id, "entryId")
+            lines = branched_lines(session, walk_path(session.index, params.entry_id))
+        else:
+            lines = all_lines(session)
+        cwd = params.cwd if params.cwd is not None else session.header.get("cwd", "")
+        directory = self.root.directory_for(cwd) if params.cwd is not None else opened.path.parent
+        session_id = new_session_id()
+        timestamp = now_iso()
+        header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
+        header.update(cwd=cwd, parentSession=str(opened.path))
+        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header), *lines])
+        forked = self._register(path, [])
+        return protocol.ForkResult(forked.id, str(path))
+
+    def _write_new_file(self, directory: Path, name: str, lines: list[bytes]) -> Path:
+        """Write a whole new session file under a temporary name, then rename it into place."""
+        path = directory / name
+        temporary = directory / f".{name}.partial"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with open(temporary, "xb") as out:
+                out.write(b"".join(line + b"\n" for line in lines))
+                out.flush()
+                if self.config.durability == "fsync":
+                    os.fsync(out.fileno())
+            os.rename(temporary, path)
+            if self.config.durability == "fsync":
+                fsync_directory(directory)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise StorageError(f"could not write {path}: {exc.strerror or exc}", path=str(path)) from None
+        return path
+
+    # ------------------------------------------------------------------ reading
+
+    def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
+        opened = self._synced(params.session_id)
+        session = opened.session
+        leaf = session.index.leaf_id if params.leaf_id is UNSET else params.leaf_id
+        if leaf is not None:
+            session.require(leaf, "leafId")
+        context = opened.context_cache.get(leaf)
+        if context is None:
+            context = build_context(session.index, leaf, session.entry)
+            if leaf == session.index.leaf_id:
+                opened.context_cache.put(context)
+        messages = convert_to_llm(context.messages) if params.format == "llm" else list(context.messages)
+        return protocol.ContextResult(messages, context.thinking_level, context.model, leaf, list(context.warnings))
+
+    def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
+        opened = self._synced(params.session_id)
+        warnings: list[Warning] = []
+        nodes = flat_tree(opened.session.index, opened.preview, warnings)
+        return protocol.TreeResult(opened.session.index.leaf_id, nodes, warnings)
+
+    def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
+        opened = self._synced(params.session_id)
+        session = opened.session
+        chosen = [params.ids is not None, params.path_to is not None, params.since is not UNSET]
+        if sum(chosen) != 1:
+            raise InvalidParams("send exactly one of ids, pathTo and since", field="ids")
+        if params.limit is not None and params.limit < 1:
+            raise InvalidParams("limit must be at least 1", field="limit")
+        if params.ids is not None:
+            nodes = [session.require(entry_id, "ids") for entry_id in params.ids]
+        elif params.path_to is not None:
+            nodes = walk_path(session.index, session.require(params.path_to, "pathTo").id)
+        else:
+            start = 0 if params.since is None else session.require(params.since, "since").seq + 1
+            nodes = session.index.nodes[start:]
+        if params.limit is not None:
+            nodes = nodes[: params.limit]
+        cursor = nodes[-1].id if nodes and params.since is not UNSET else session.index.cursor
+        if params.since is not UNSET and not nodes:
+            cursor = params.since if params.since is not None else None
+        return protocol.EntriesResult([session.entry(node) for node in nodes], cursor)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _get(self, session_id: str) -> OpenSession:
+        opened = self._sessions.get(session_id)
+        if opened is None:
+            raise SessionNotFound(f"no open session {session_id}", sessionId=session_id)
+        return opened
+
+    def _synced(self, session_id: str) -> OpenSession:
+        opened = self._get(session_id)
+        opened.sync()
+        return opened
+
+
+def _append_result(written: list[Appended], leaf_id: str | None) -> AppendResult:
+    last = written[-1].node
+    result = AppendResult(last.id, last.parent_id, last.timestamp, leaf_id)
+    if len(written) > 1:
+        result.appended = [AppendedEntry(a.node.id, a.node.parent_id, a.node.timestamp) for a in written]
+    return result
