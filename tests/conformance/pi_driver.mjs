@@ -16,6 +16,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PI_DIR = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent");
 const SESSION_MANAGER = join(PI_DIR, "dist", "core", "session-manager.js");
+const MESSAGES = join(PI_DIR, "dist", "core", "messages.js");
 
 // ---------------------------------------------------------------- seeded stand-ins
 
@@ -103,6 +104,7 @@ function resetFakes(scenario) {
 }
 
 const { SessionManager, buildSessionContext } = await import(pathToFileURL(SESSION_MANAGER).href);
+const { convertToLlm } = await import(pathToFileURL(MESSAGES).href);
 {
   // Refuse to run unseeded: a stand-in that did not take would make every run differ.
   resetFakes({ idScript: ["abcdef01"], sessionIdScript: ["probe"] });
@@ -139,7 +141,7 @@ function tree(sm) {
   while (stack.length) {
     const [node, depth] = stack.pop();
     const { id, parentId, type, timestamp } = node.entry;
-    const row = { id, parentId: parentId ?? null, type, timestamp, depth };
+    const row = { id, parentId: parentId ?? null, type, timestamp, depth, childCount: node.children.length };
     if (node.label !== undefined) row.label = node.label;
     if (node.labelTimestamp !== undefined) row.labelTimestamp = node.labelTimestamp;
     out.push(row);
@@ -148,15 +150,26 @@ function tree(sm) {
   return out;
 }
 
+/** convertToLlm of every context: what the daemon's `format: "llm"` must give. */
+function llmContexts(sm, ctx) {
+  const llm = (c) => plain(convertToLlm(c.messages));
+  return {
+    byLeaf: Object.fromEntries(Object.entries(ctx.byLeaf).map(([id, c]) => [id, llm(c)])),
+    default: llm(ctx.default.context),
+  };
+}
+
 function inspect(path) {
   const sm = SessionManager.open(path);
+  const ctx = contexts(sm);
   return {
     file: sm.getSessionFile(),
     header: plain(sm.getHeader()),
     leaf: sm.getLeafId() ?? null,
     name: sm.getSessionName() ?? null,
     entries: plain(sm.getEntries()),
-    contexts: contexts(sm),
+    contexts: ctx,
+    llm: llmContexts(sm, ctx),
     tree: tree(sm),
     raw: existsSync(path) ? readFileSync(path, "utf8") : null,
   };
