@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -161,8 +162,10 @@ class Daemon:
 def start_daemon(sessions_dir: Path, log_path: Path) -> Daemon:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     log = log_path.open("wb")
+    # SESSIONTREE_CONFORMANCE_DAEMON: another command to start the daemon (e.g. an installed build).
+    command = shlex.split(os.environ.get("SESSIONTREE_CONFORMANCE_DAEMON", "")) or [sys.executable, "-m", "sessiontree"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(sessions_dir)],
+        [*command, "serve", "--sessions-dir", str(sessions_dir)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,

@@ -116,7 +116,7 @@ class Report:
 
 
 def all_entries(daemon: Daemon, sid: str) -> list[dict[str, Any]]:
-    return daemon.request("session/entries", {"sessionId": sid})["entries"]
+    return daemon.request("session/entries", {"sessionId": sid, "since": None})["entries"]
 
 
 def daemon_view(daemon: Daemon, sid: str, entry_ids: list[str], llm: bool = True) -> dict[str, Any]:
@@ -322,10 +322,10 @@ class DaemonRun:
 
     def op_createBranchedSession(self, op: dict[str, Any]) -> Any:
         source = Path(self.files[self.current]).read_text(encoding="utf-8")
-        known = {json.loads(line).get("id") for line in source.splitlines()[1:] if line.strip()}
+        known = {json.loads(line).get("id") for line in source.split("\n")[1:] if line.strip()}
         res = self.daemon.request("session/fork", {"sessionId": self.sid, "entryId": op["leafId"]})
         value = self._new_file(res["sessionId"], res["path"])
-        lines = Path(res["path"]).read_text(encoding="utf-8").splitlines()[1:]
+        lines = [line for line in Path(res["path"]).read_text(encoding="utf-8").split("\n")[1:] if line]
         # pi draws fresh ids only for the label entries it re-creates at the end.
         self.id_script.extend(e["id"] for e in map(json.loads, lines) if e["id"] not in known)
         value["leaf"] = self.op_leaf(op)
@@ -515,7 +515,9 @@ def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun],
         exp_lines, got_lines = expected.split("\n"), got.split("\n")
         for i, (e, g) in enumerate(zip(exp_lines, got_lines)):
             if e != g:
-                report.fail(f"line {i + 1} differs from pi's:\n    pi:     {e[:400]}\n    daemon: {g[:400]}")
+                at = next((j for j, (a, b) in enumerate(zip(e, g)) if a != b), min(len(e), len(g)))
+                start = max(0, at - 80)
+                report.fail(f"line {i + 1} differs from pi's at column {at + 1}:\n    pi:     …{e[start : at + 80]}\n    daemon: …{g[start : at + 80]}")
                 break
         else:
             report.fail(f"{len(got_lines)} lines, pi wrote {len(exp_lines)}")
@@ -629,7 +631,9 @@ def _canonical_lines(raw: str, ids: dict[str, str]) -> list[Any]:
     """Parsed lines with key order kept (as lists of pairs) and ids renamed; unparsable lines skipped
     (pi deletes them, the daemon keeps them: a documented difference)."""
     out = []
-    for line in raw.splitlines():
+    for line in raw.split("\n"):
+        if not line:
+            continue
         try:
             value = json.loads(line, object_pairs_hook=list)
         except json.JSONDecodeError:
