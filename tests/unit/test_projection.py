@@ -1,0 +1,176 @@
+"""pi's buildSessionContext and convertToLlm, rule by rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.sessions import assistant, session_bytes, ts, user
+
+from sessiontree.store import MemoryStorage, Session
+from sessiontree.tree import ContextCache, build_context, convert_to_llm
+
+
+def _session(*entries: dict[str, Any]) -> Session:
+    return Session.load(MemoryStorage(session_bytes(*entries)))
+
+
+def _context(session: Session, leaf: str | None) -> Any:
+    return build_context(session.index, leaf, session.entry)
+
+
+def _texts(messages: list[Any]) -> list[str]:
+    out = []
+    for m in messages:
+        if m["role"] in ("compactionSummary", "branchSummary"):
+            out.append(f"{m['role']}:{m['summary']}")
+        else:
+            content = m["content"]
+            out.append(content if isinstance(content, str) else content[0]["text"])
+    return out
+
+
+def test_null_leaf_is_the_empty_context() -> None:
+    session = _session(user("a", None, "q"))
+    context = _context(session, None)
+    assert (context.messages, context.thinking_level, context.model) == ([], "off", None)
+
+
+def test_only_the_path_to_the_leaf_is_projected() -> None:
+    session = _session(
+        user("a", None, "q1", 1),
+        assistant("b", "a", "a1", 2),
+        user("c", "b", "abandoned", 3),
+        user("d", "b", "kept", 4),
+    )
+    assert _texts(_context(session, "d").messages) == ["q1", "a1", "kept"]
+    assert _texts(_context(session, "c").messages) == ["q1", "a1", "abandoned"]
+
+
+def test_settings_are_the_last_on_the_path_and_assistant_messages_set_the_model() -> None:
+    session = _session(
+        {"type": "thinking_level_change", "id": "t", "parentId": None, "timestamp": ts(1), "thinkingLevel": "high"},
+        {"type": "model_change", "id": "m", "parentId": "t", "timestamp": ts(2), "provider": "openai", "modelId": "g"},
+        user("a", "m", "q", 3),
+        assistant("b", "a", "x", 4, model="claude"),
+        {"type": "model_change", "id": "m2", "parentId": "a", "timestamp": ts(5), "provider": "p", "modelId": "z"},
+    )
+    at_b = _context(session, "b")
+    assert at_b.thinking_level == "high"
+    assert at_b.model == {"provider": "anthropic", "modelId": "claude"}
+    assert _context(session, "m2").model == {"provider": "p", "modelId": "z"}
+    assert _context(session, "a").model == {"provider": "openai", "modelId": "g"}
+
+
+def test_compaction_summary_then_kept_entries_then_the_rest() -> None:
+    session = _session(
+        user("a", None, "q1", 1),
+        assistant("b", "a", "a1", 2),
+        user("c", "b", "q2", 3),
+        assistant("d", "c", "a2", 4),
+        {"type": "compaction", "id": "k", "parentId": "d", "timestamp": ts(5), "summary": "S",
+         "firstKeptEntryId": "c", "tokensBefore": 123},
+        user("e", "k", "q3", 6),
+    )
+    context = _context(session, "e")
+    assert _texts(context.messages) == ["compactionSummary:S", "q2", "a2", "q3"]
+    assert context.messages[0] == {
+        "role": "compactionSummary", "summary": "S", "tokensBefore": 123, "timestamp": 1735689605000,
+    }
+    assert context.model == {"provider": "anthropic", "modelId": "m1"}  # from before the compaction
+
+
+def test_the_last_compaction_on_the_path_wins_and_an_unknown_first_kept_drops_history() -> None:
+    session = _session(
+        user("a", None, "q1", 1),
+        {"type": "compaction", "id": "k1", "parentId": "a", "timestamp": ts(2), "summary": "S1",
+         "firstKeptEntryId": "a", "tokensBefore": 1},
+        user("b", "k1", "q2", 3),
+        {"type": "compaction", "id": "k2", "parentId": "b", "timestamp": ts(4), "summary": "S2",
+         "firstKeptEntryId": "nope", "tokensBefore": 2},
+        user("c", "k2", "q3", 5),
+    )
+    assert _texts(_context(session, "c").messages) == ["compactionSummary:S2", "q3"]
+
+
+def test_custom_messages_and_branch_summaries_become_messages() -> None:
+    session = _session(
+        user("a", None, "q", 1),
+        {"type": "custom_message", "customType": "ext", "content": "hi", "display": True,
+         "id": "c", "parentId": "a", "timestamp": ts(2)},
+        {"type": "branch_summary", "id": "s", "parentId": "c", "timestamp": ts(3), "fromId": "x", "summary": "went"},
+        {"type": "branch_summary", "id": "s2", "parentId": "s", "timestamp": ts(4), "fromId": "x", "summary": ""},
+        {"type": "custom", "customType": "state", "data": {}, "id": "z", "parentId": "s2", "timestamp": ts(5)},
+        {"type": "label", "id": "l", "parentId": "z", "timestamp": ts(6), "targetId": "a", "label": "L"},
+    )
+    messages = _context(session, "l").messages
+    assert messages[1] == {
+        "role": "custom", "customType": "ext", "content": "hi", "display": True, "timestamp": 1735689602000,
+    }
+    assert messages[2] == {"role": "branchSummary", "summary": "went", "fromId": "x", "timestamp": 1735689603000}
+    assert len(messages) == 3  # empty summary, custom and label entries add nothing
+
+
+def test_convert_to_llm_matches_pi() -> None:
+    bash = {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 2, "cancelled": False,
+            "truncated": True, "fullOutputPath": "/tmp/o", "timestamp": 5}
+    messages = [
+        {"role": "compactionSummary", "summary": "S", "tokensBefore": 1, "timestamp": 1},
+        {"role": "branchSummary", "summary": "B", "fromId": "x", "timestamp": 2},
+        {"role": "custom", "customType": "t", "content": "c", "display": True, "timestamp": 3},
+        bash,
+        {**bash, "excludeFromContext": True},
+        {"role": "user", "content": "u", "timestamp": 6},
+        {"role": "mystery", "timestamp": 7},
+    ]
+    llm = convert_to_llm(messages)
+    texts = [m["content"][0]["text"] if isinstance(m["content"], list) else m["content"] for m in llm]
+    assert texts == [
+        "The conversation history before this point was compacted into the following summary:\n\n<summary>\nS\n</summary>",
+        "The following is a summary of a branch that this conversation came back from:\n\n<summary>\nB</summary>",
+        "c",
+        "Ran `ls`\n```\na\nb\n```\n\nCommand exited with code 2\n\n[Output truncated. Full output: /tmp/o]",
+        "u",
+    ]
+    assert all(m["role"] == "user" for m in llm)
+
+
+def test_cycles_end_the_walk_with_a_warning_instead_of_hanging() -> None:
+    session = _session(user("a", "b", "qa", 1), user("b", "a", "qb", 2), user("c", "b", "qc", 3))
+    context = _context(session, "c")
+    assert _texts(context.messages) == ["qa", "qb", "qc"]
+    assert [w.kind for w in context.warnings] == ["cycle"]
+
+
+def test_the_cache_extends_the_leaf_context_exactly_as_a_rebuild_would() -> None:
+    session = _session(user("a", None, "q1", 1), assistant("b", "a", "a1", 2))
+    cache = ContextCache()
+    cache.put(_context(session, "b"))
+    appended = [
+        {"type": "thinking_level_change", "thinkingLevel": "low"},
+        {"type": "message", "message": {"role": "user", "content": "q2", "timestamp": 3}},
+        {"type": "custom_message", "customType": "t", "content": "c", "display": False},
+        {"type": "model_change", "provider": "p", "modelId": "m"},
+    ]
+    for entry in appended:
+        written, _ = session.append([entry])
+        cache.extend(written[0].node, written[0].entry)
+    cached = cache.get(session.index.leaf_id)
+    rebuilt = _context(session, session.index.leaf_id)
+    assert cached is not None
+    assert (cached.messages, cached.thinking_level, cached.model) == (
+        rebuilt.messages, rebuilt.thinking_level, rebuilt.model,
+    )
+
+
+def test_the_cache_is_dropped_by_a_compaction_and_ignores_other_branches() -> None:
+    session = _session(user("a", None, "q1", 1), assistant("b", "a", "a1", 2))
+    cache = ContextCache()
+    cache.put(_context(session, "b"))
+    written, _ = session.append([{"type": "custom", "customType": "x"}], parent="a")
+    cache.extend(written[0].node, written[0].entry)
+    assert cache.get("b") is not None  # still right for its own leaf
+    written, _ = session.append(
+        [{"type": "compaction", "summary": "S", "firstKeptEntryId": "a", "tokensBefore": 1}], parent="b"
+    )
+    cache.extend(written[0].node, written[0].entry)
+    assert cache.get(written[0].node.id) is None

@@ -1,0 +1,220 @@
+"""The session store: scanning, torn tails, appending, following other writers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sessiontree.errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
+from sessiontree.store import MemoryStorage, Session
+
+from support.sessions import HEADER, StorageFactory, assistant, contents, line, session_bytes, user
+
+VALID = session_bytes(user("e0000001", None, "q1"), assistant("e0000002", "e0000001", "a1"))
+
+
+def test_open_indexes_entries_and_sets_the_leaf_to_the_last_entry(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    assert session.header == HEADER
+    assert [node.id for node in session.index.nodes] == ["e0000001", "e0000002"]
+    assert session.index.leaf_id == "e0000002"
+    assert session.index.get("e0000002").role == "assistant"
+    assert session.warnings == []
+
+
+def test_payloads_are_decoded_from_the_file_on_demand(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    node = session.index.get("e0000001")
+    assert session.entry(node) == user("e0000001", None, "q1")
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n", line(user("e0000001", None, "q")), b"garbage\n"])
+def test_a_file_without_a_header_is_refused_and_left_untouched(make_storage: StorageFactory, data: bytes) -> None:
+    storage = make_storage(data)
+    with pytest.raises(NotASessionFile):
+        Session.load(storage)
+    assert contents(storage) == data
+
+
+def test_a_torn_last_line_is_quarantined_and_cut_off(make_storage: StorageFactory) -> None:
+    torn = line(user("e0000003", "e0000002", "q2"))[:40]
+    storage = make_storage(VALID + torn)
+    session = Session.load(storage)
+    assert contents(storage) == VALID
+    assert [w.kind for w in session.warnings] == ["torn-tail"]
+    assert session.warnings[0].line == 4
+    if isinstance(storage, MemoryStorage):
+        assert storage.quarantined == {len(VALID): torn}
+    else:
+        assert (storage.path.parent / f"{storage.path.name}.torn-{len(VALID)}").read_bytes() == torn
+
+
+def test_the_append_after_a_torn_line_starts_on_a_fresh_line(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID + b'{"type":"message","id":"e00')
+    session = Session.load(storage)
+    session.append([{"type": "message", "message": {"role": "user", "content": "again"}}])
+    reopened = Session.load(make_storage(contents(storage)))
+    assert reopened.warnings == []
+    assert [n.id for n in reopened.index.nodes][:2] == ["e0000001", "e0000002"]
+    assert len(reopened.index) == 3
+
+
+def test_a_complete_last_line_without_line_end_is_kept_and_fenced(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID.rstrip(b"\n"))
+    session = Session.load(storage)
+    assert session.index.leaf_id == "e0000002" and session.warnings == []
+    session.append([{"type": "message", "message": {"role": "user", "content": "next"}}])
+    data = contents(storage)
+    assert data.startswith(VALID) and data.endswith(b"\n")
+    assert len(Session.load(make_storage(data)).index) == 3
+
+
+def test_malformed_middle_lines_are_reported_and_never_removed(make_storage: StorageFactory) -> None:
+    data = session_bytes(user("e0000001", None, "q1")) + b"{not json\n\x00\x00\x00\n" + line(
+        assistant("e0000002", "e0000001", "a1")
+    )
+    storage = make_storage(data)
+    session = Session.load(storage)
+    assert [(w.kind, w.line) for w in session.warnings] == [("malformed", 3), ("malformed", 4)]
+    session.append([{"type": "message", "message": {"role": "user", "content": "next"}}])
+    assert contents(storage).startswith(data)
+
+
+def test_bom_and_crlf_files_are_read(make_storage: StorageFactory) -> None:
+    data = b"\xef\xbb\xbf" + VALID.replace(b"\n", b"\r\n")
+    session = Session.load(make_storage(data))
+    assert session.header["id"] == HEADER["id"]
+    assert session.index.leaf_id == "e0000002" and session.warnings == []
+    assert session.entry(session.index.get("e0000001"))["id"] == "e0000001"
+
+
+def test_append_writes_one_line_per_entry_in_pi_key_order(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    written, others = session.append(
+        [{"type": "custom", "data": {"k": 1}, "customType": "ext"}, {"type": "label", "targetId": "e0000001", "label": "x"}]
+    )
+    assert others == []
+    lines = contents(storage)[len(VALID) :].splitlines()
+    first, second = (json.loads(raw) for raw in lines)
+    assert list(first) == ["type", "customType", "data", "id", "parentId", "timestamp"]
+    assert list(second) == ["type", "id", "parentId", "timestamp", "targetId", "label"]
+    assert first["parentId"] == "e0000002" and second["parentId"] == first["id"]
+    assert session.index.leaf_id == second["id"]
+    assert session.index.labels["e0000001"] == ("x", second["timestamp"])
+    assert [a.node.id for a in written] == [first["id"], second["id"]]
+
+
+def test_append_ids_are_8_hex_and_unique(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    written, _ = session.append([{"type": "custom", "customType": "x"}] * 50)
+    ids = [a.node.id for a in written]
+    assert len(set(ids) | {"e0000001", "e0000002"}) == 52
+    assert all(len(i) == 8 and int(i, 16) >= 0 and i == i.lower() for i in ids)
+
+
+def test_explicit_parent_appends_elsewhere_and_moves_the_leaf(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    written, _ = session.append([{"type": "custom", "customType": "x"}], parent="e0000001")
+    assert written[0].node.parent_id == "e0000001"
+    assert session.index.leaf_id == written[0].node.id
+    root, _ = session.append([{"type": "custom", "customType": "x"}], parent=None)
+    assert root[0].node.parent_id is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "parent", "expected", "error"),
+    [
+        ({"type": "custom", "customType": "x"}, "nope0000", None, EntryNotFound),
+        ({"type": "label", "targetId": "nope0000", "label": "x"}, None, None, EntryNotFound),
+        ({"type": "compaction", "summary": "s", "firstKeptEntryId": "nope", "tokensBefore": 1}, None, None, EntryNotFound),
+        ({"type": "custom", "customType": "x"}, None, "e0000001", LeafConflict),
+    ],
+)
+def test_rejected_appends_write_nothing(
+    make_storage: StorageFactory, entry: dict, parent: str | None, expected: str | None, error: type
+) -> None:
+    from sessiontree.protocol import UNSET
+
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    with pytest.raises(error):
+        session.append([entry], parent=parent if parent else UNSET, expected_leaf=expected if expected else UNSET)
+    assert contents(storage) == VALID
+    assert session.index.leaf_id == "e0000002" and len(session.index) == 2
+
+
+def test_leaf_conflict_carries_the_current_leaf(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    with pytest.raises(LeafConflict) as caught:
+        session.append([{"type": "custom", "customType": "x"}], expected_leaf="e0000001")
+    assert caught.value.data["currentLeafId"] == "e0000002"
+
+
+def test_entries_appended_by_another_writer_are_taken_in(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    storage.append(line(user("e0000003", "e0000002", "from elsewhere")))
+    storage.append(line(user("e0000004", "e0000001", "a branch elsewhere")))
+    added = session.refresh()
+    assert [n.id for n in added] == ["e0000003", "e0000004"]
+    assert session.index.leaf_id == "e0000003"  # followed the tip, not the other branch
+
+
+def test_an_append_takes_in_other_writers_first_and_checks_ids_against_them(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    storage.append(line(user("e0000003", "e0000002", "from elsewhere")))
+    written, others = session.append([{"type": "custom", "customType": "x"}])
+    assert [n.id for n in others] == ["e0000003"]
+    assert written[0].node.parent_id == "e0000003"
+
+
+def test_a_partial_line_from_another_writer_is_fenced_not_lost(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    storage.append(b'{"type":"message","id":"half')
+    assert session.refresh() == []  # it may still be being written
+    session.append([{"type": "custom", "customType": "x"}])
+    data = contents(storage)
+    assert b'{"type":"message","id":"half\n' in data
+    assert [w.kind for w in session.warnings] == ["torn-line-fenced"]
+    assert len(Session.load(make_storage(data)).index) == 3
+
+
+def test_a_file_rewritten_under_us_is_an_error_not_a_misread(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    storage.truncate(10)
+    with pytest.raises(StorageError):
+        session.refresh()
+
+
+class _FullDisk(MemoryStorage):
+    def append(self, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_failed_write_fails_the_call_and_leaves_the_state_unchanged() -> None:
+    storage = _FullDisk(VALID)
+    session = Session.load(storage)
+    with pytest.raises(StorageError):
+        session.append([{"type": "custom", "customType": "x"}])
+    assert session.index.leaf_id == "e0000002" and len(session.index) == 2
+    assert bytes(storage.data) == VALID
+
+
+def test_duplicate_ids_later_line_wins_and_is_reported(make_storage: StorageFactory) -> None:
+    data = session_bytes(user("e0000001", None, "q1"), user("e0000001", None, "q1 again"))
+    session = Session.load(make_storage(data))
+    assert session.entry(session.index.get("e0000001"))["message"]["content"][0]["text"] == "q1 again"
+    assert [w.kind for w in session.warnings] == ["duplicate-id"]
+
+
+def test_second_header_is_ignored_and_reported(make_storage: StorageFactory) -> None:
+    data = session_bytes(user("e0000001", None, "q1")) + line({**HEADER, "id": "other"}) + line(user("e2", None, "q"))
+    session = Session.load(make_storage(data))
+    assert session.header["id"] == HEADER["id"]
+    assert [n.id for n in session.index.nodes] == ["e0000001", "e2"]
+    assert [w.kind for w in session.warnings] == ["extra-header"]
