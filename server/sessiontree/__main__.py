@@ -1,0 +1,5 @@
+"""`python -m sessiontree ...` is the `sessiontree` command."""
+
+from .cli import main
+
+raise SystemExit(main())

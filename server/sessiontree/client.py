@@ -1,0 +1,335 @@
+"""A small Python client: spawns `sessiontree serve`, does the lifecycle, calls typed methods.
+
+    async with SessionTreeClient(sessions_dir=root) as client:
+        opened = await client.open(OpenParams(path=str(file)))
+        tree = await client.tree(TreeParams(session_id=opened.session_id))
+
+`SyncSessionTreeClient` offers the same methods without `await`; its notifications are
+delivered while a call is in progress. Errors come back as `SessionTreeError`s: the domain's
+own classes for their codes (`except LeafConflict:` works), `RpcError` for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import attrs
+
+from . import protocol
+from .errors import ALL_ERRORS, SessionTreeError
+from .protocol import UNSET, converter, to_camel
+from .rpc.framing import Frame, FrameDecoder, Rejected
+from .rpc.stdio import READ_CHUNK
+
+import orjson
+
+NotificationHandler = Callable[[str, Any], None]
+
+_ERRORS_BY_CODE: Final = {cls.code: cls for cls in ALL_ERRORS}
+_STDERR_LINES: Final = 50
+
+
+class RpcError(SessionTreeError):
+    """An error whose code is not a domain error (-32600, -32601, -32002, -32800, ...)."""
+
+    name = "RpcError"
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class DaemonGone(ConnectionError):
+    """The daemon exited or closed its output while a call was waiting."""
+
+
+def error_from_wire(error: Any) -> SessionTreeError:
+    if not isinstance(error, dict):
+        return RpcError(-32603, f"malformed error: {error!r}")
+    code, message, data = error.get("code"), str(error.get("message", "")), error.get("data")
+    cls = _ERRORS_BY_CODE.get(code)  # type: ignore[arg-type]
+    if cls is None:
+        return RpcError(code if isinstance(code, int) else -32603, message, data)
+    exc = cls(message)
+    if isinstance(data, dict):
+        exc.data = data
+    return exc
+
+
+def params_to_wire(params: Any) -> dict[str, Any]:
+    """A params object as the client sends it: camelCase, UNSET and default-None fields left out."""
+    wire: dict[str, Any] = {}
+    for field in attrs.fields(type(params)):
+        value = getattr(params, field.name)
+        if value is UNSET or (value is None and field.default is None):
+            continue
+        wire[to_camel(field.name)] = converter.unstructure(value)
+    return wire
+
+
+def server_command(sessions_dir: Path | None = None, *extra: str) -> list[str]:
+    command = [sys.executable, "-m", "sessiontree", "serve"]
+    if sessions_dir is not None:
+        command += ["--sessions-dir", str(sessions_dir)]
+    return command + list(extra)
+
+
+class SessionTreeClient:
+    def __init__(
+        self,
+        command: Sequence[str] | None = None,
+        *,
+        sessions_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        on_notification: NotificationHandler | None = None,
+    ) -> None:
+        self.command = list(command) if command is not None else server_command(sessions_dir)
+        self.env = env
+        self.on_notification = on_notification
+        self.notification_handlers: dict[str, Callable[[Any], None]] = {}
+        self.initialize_result: dict[str, Any] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._process: asyncio.subprocess.Process | None = None
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_id = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def start(self, initialization_options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Spawn the daemon and initialize it; returns the `initialize` result."""
+        env = {**os.environ, **self.env} if self.env is not None else None
+        self._process = await asyncio.create_subprocess_exec(
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        self._tasks = [asyncio.create_task(self._read_frames()), asyncio.create_task(self._read_stderr())]
+        params = {"processId": os.getpid(), "capabilities": {}, "initializationOptions": initialization_options}
+        self.initialize_result = await self.request("initialize", params)
+        self.notify("initialized", {})
+        return self.initialize_result
+
+    async def stop(self) -> int:
+        """`shutdown` then `exit`; returns the daemon's exit code."""
+        process = self._process
+        if process is None:
+            return 0
+        if process.returncode is None:
+            try:
+                await self.request("shutdown")
+                self.notify("exit")
+            except (DaemonGone, ConnectionError):
+                pass
+        code = await process.wait()
+        for task in self._tasks:
+            await task
+        return code
+
+    async def __aenter__(self) -> SessionTreeClient:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ----------------------------------------------------------------- raw JSON-RPC
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        self._next_id += 1
+        msg_id = self._next_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._write(message)
+        return await future
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._write(message)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        if self._process is None or self._process.stdin is None or self._process.stdin.is_closing():
+            raise DaemonGone(self._gone_message())
+        body = orjson.dumps(message)
+        self._process.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+
+    async def _read_frames(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        decoder = FrameDecoder(max_message_bytes=1 << 40)  # we trust the daemon's sizes
+        while data := await self._process.stdout.read(READ_CHUNK):
+            for event in decoder.feed(data):
+                if isinstance(event, Frame):
+                    self._dispatch(event.message)
+                elif isinstance(event, Rejected):
+                    self.stderr_tail.append(f"client: bad frame from daemon: {event.reason}")
+        await self._process.wait()
+        gone = DaemonGone(self._gone_message())
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(gone)
+        self._pending.clear()
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        while line := await self._process.stderr.readline():
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _dispatch(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            return
+        if "method" in message:
+            if "id" in message:  # a request from the daemon: we serve none yet
+                error = {"code": -32601, "message": f"method not found: {message['method']}"}
+                self._write({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            else:
+                self._notified(message["method"], message.get("params"))
+            return
+        future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if future is None or future.done():
+            return
+        if "error" in message:
+            future.set_exception(error_from_wire(message["error"]))
+        else:
+            future.set_result(message.get("result"))
+
+    def _notified(self, method: str, params: Any) -> None:
+        if (handler := self.notification_handlers.get(method)) is not None:
+            handler(params)
+        if self.on_notification is not None:
+            self.on_notification(method, params)
+
+    def _gone_message(self) -> str:
+        code = self._process.returncode if self._process is not None else None
+        tail = "\n".join(self.stderr_tail)
+        return f"the sessiontree daemon is gone (exit code {code})" + (f":\n{tail}" if tail else "")
+
+    # ----------------------------------------------------------------- typed methods
+
+    async def call(self, method: str, params: Any) -> Any:
+        """Call a `protocol.METHODS` method with its params object; returns its result object."""
+        raw = await self.request(method, params_to_wire(params))
+        result_type = protocol.METHODS[method].result
+        return None if result_type is None else converter.structure(raw, result_type)
+
+    async def create(self, params: protocol.CreateParams) -> protocol.CreateResult:
+        return await self.call("session/create", params)
+
+    async def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
+        return await self.call("session/open", params)
+
+    async def close(self, params: protocol.SessionParams) -> None:
+        await self.call("session/close", params)
+
+    async def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
+        return await self.call("session/info", params)
+
+    async def list(self, params: protocol.ListParams) -> protocol.ListResult:
+        return await self.call("session/list", params)
+
+    async def append(self, params: protocol.AppendParams) -> protocol.AppendResult:
+        return await self.call("session/append", params)
+
+    async def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
+        return await self.call("session/context", params)
+
+    async def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
+        return await self.call("session/tree", params)
+
+    async def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
+        return await self.call("session/entries", params)
+
+    async def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
+        return await self.call("session/branch", params)
+
+    async def fork(self, params: protocol.ForkParams) -> protocol.ForkResult:
+        return await self.call("session/fork", params)
+
+    async def label(self, params: protocol.LabelParams) -> protocol.AppendResult:
+        return await self.call("session/label", params)
+
+    async def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
+        return await self.call("session/setName", params)
+
+
+class SyncSessionTreeClient:
+    """The same client for code without an event loop (the CLI)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self.client = SessionTreeClient(*args, **kwargs)
+
+    def _run(self, awaitable: Any) -> Any:
+        return self._loop.run_until_complete(awaitable)
+
+    def start(self, initialization_options: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._run(self.client.start(initialization_options))
+
+    def stop(self) -> int:
+        try:
+            return self._run(self.client.stop())
+        finally:
+            self._loop.close()
+
+    def __enter__(self) -> SyncSessionTreeClient:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def request(self, method: str, params: Any = None) -> Any:
+        return self._run(self.client.request(method, params))
+
+    def create(self, params: protocol.CreateParams) -> protocol.CreateResult:
+        return self._run(self.client.create(params))
+
+    def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
+        return self._run(self.client.open(params))
+
+    def close(self, params: protocol.SessionParams) -> None:
+        self._run(self.client.close(params))
+
+    def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
+        return self._run(self.client.info(params))
+
+    def list(self, params: protocol.ListParams) -> protocol.ListResult:
+        return self._run(self.client.list(params))
+
+    def append(self, params: protocol.AppendParams) -> protocol.AppendResult:
+        return self._run(self.client.append(params))
+
+    def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
+        return self._run(self.client.context(params))
+
+    def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
+        return self._run(self.client.tree(params))
+
+    def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
+        return self._run(self.client.entries(params))
+
+    def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
+        return self._run(self.client.branch(params))
+
+    def fork(self, params: protocol.ForkParams) -> protocol.ForkResult:
+        return self._run(self.client.fork(params))
+
+    def label(self, params: protocol.LabelParams) -> protocol.AppendResult:
+        return self._run(self.client.label(params))
+
+    def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
+        return self._run(self.client.set_name(params))
