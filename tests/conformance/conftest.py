@@ -235,4 +235,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for direction, (files, leaves, bad) in sorted(TALLY.by_direction.items()):
         terminalreporter.write_line(f"  {direction}: {files} files, {leaves} leaves, {bad} with mismatches")
     if TALLY.byte_files:
-        terminalreporter.write_line(f"  byte comparison: {TALLY.byte_identical}/{TALLY.byte_files} files identical to pi's")
+        terminalreporter.write_line(
+            f"  byte comparison (pi replaying the daemon's ids and times): "
+            f"{TALLY.byte_identical}/{TALLY.byte_files} files identical to pi's"
+        )
