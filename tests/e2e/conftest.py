@@ -1,0 +1,84 @@
+"""Fixtures for the end-to-end tests: a sessions root, a pytest-lsp client, raw-byte daemons."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+from support.daemon import RawDaemon, sessions_root
+
+
+def server_command(root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), *extra]
+
+
+def _plain_converter() -> Any:
+    """pygls's converter, but custom results and params stay plain dicts (not namedtuples)."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(converter_factory=_plain_converter)
+    register_lsp_features(client)
+    return client
+
+
+@pytest.fixture
+def sessions_dir(tmp_path: Path) -> Path:
+    return sessions_root(tmp_path)
+
+
+@pytest_asyncio.fixture
+async def client(sessions_dir: Path) -> AsyncIterator[LanguageClient]:
+    """An initialized pytest-lsp client talking to a daemon over real stdio."""
+    config = ClientServerConfig(server_command=server_command(sessions_dir), client_factory=make_client)
+    lsp_client = await config.start()
+    assert isinstance(lsp_client, LanguageClient)
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    yield lsp_client
+    await lsp_client.shutdown_session()
+    await lsp_client.stop()
+
+
+@pytest.fixture
+def start_daemon() -> Iterator[Callable[..., RawDaemon]]:
+    """Start daemons (`serve` + the given arguments) driven with raw bytes; killed at the end."""
+    started: list[RawDaemon] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> RawDaemon:
+        daemon = RawDaemon(*args, env=env)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.kill()
+
+
+@pytest.fixture
+def daemon(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> RawDaemon:
+    """An initialized raw-byte daemon on `sessions_dir`."""
+    started = start_daemon("--sessions-dir", str(sessions_dir))
+    started.initialize()
+    return started
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawDaemon]:
+    """One initialized daemon for a table of stateless cases (each case ends with a probe)."""
+    started = RawDaemon("--sessions-dir", str(sessions_root(tmp_path_factory.mktemp("shared"))))
+    started.initialize()
+    yield started
+    started.kill()
