@@ -1,0 +1,193 @@
+"""initialize / shutdown / exit, the sessions root, exit codes, --record and stdout hygiene."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from sessiontree.protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION
+from support.daemon import RawDaemon, answered, frame, info, request
+
+NOT_INITIALIZED, INVALID_REQUEST, INVALID_PARAMS, NOT_FOUND = -32002, -32600, -32602, -32010
+EXIT = {"jsonrpc": "2.0", "method": "exit"}
+SHUTDOWN = request("down", "shutdown")
+INITIALIZE = request(0, "initialize", {"processId": None, "capabilities": {}})
+
+
+def test_initialize_advertises_the_protocol(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    result = start_daemon("--sessions-dir", str(sessions_dir)).initialize()
+    assert result["capabilities"]["experimental"] == {
+        "sessiontree": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "formatVersion": FORMAT_VERSION,
+            "methods": sorted(METHODS),
+        }
+    }
+    assert result["serverInfo"]["name"] == "sessiontree"
+    assert result["serverInfo"]["version"]
+
+
+def test_requests_before_initialize_get_32002_and_notifications_nothing(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    daemon.send(
+        frame(info(1))
+        + frame(request(2, "session/nope", {}))
+        + frame(request(3, "shutdown"))
+        + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 4})  # an invalid envelope is still -32600
+    )
+    assert answered([daemon.next() for _ in range(4)]) == [
+        (1, NOT_INITIALIZED),
+        (2, NOT_INITIALIZED),
+        (3, NOT_INITIALIZED),
+        (4, INVALID_REQUEST),
+    ]
+    daemon.initialize()
+    assert daemon.answers_before_probe() == []
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"processId": None}, "capabilities"),
+        ({"processId": None, "capabilities": {}, "initializationOptions": 5}, "initializationOptions"),
+        ({"processId": None, "capabilities": {}, "initializationOptions": {"sessionsDir": 5}}, "initializationOptions.sessionsDir"),
+        ({"processId": None, "capabilities": {}, "initializationOptions": {"durability": "never"}}, "initializationOptions.durability"),
+    ],
+)
+def test_bad_initialize_params_are_32602_and_initialize_can_be_retried(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, params: dict[str, Any], field: str
+) -> None:
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    response = daemon.call(request(1, "initialize", params))
+    assert response["error"]["code"] == INVALID_PARAMS
+    assert field in response["error"]["message"]
+    assert daemon.call(info(2))["error"]["code"] == NOT_INITIALIZED
+    daemon.initialize()
+    assert daemon.answers_before_probe() == []
+
+
+def test_exit_after_shutdown_exits_0(daemon: RawDaemon) -> None:
+    assert daemon.call(SHUTDOWN) == {"jsonrpc": "2.0", "id": "down", "result": None}
+    daemon.send(frame(info(1)) + frame({"jsonrpc": "2.0", "method": "foo/bar"}) + frame(EXIT))
+    assert answered([daemon.next()]) == [(1, INVALID_REQUEST)]
+    assert daemon.wait() == 0
+
+
+def test_exit_without_shutdown_exits_1(daemon: RawDaemon) -> None:
+    daemon.send_message(EXIT)
+    assert daemon.wait() == 1
+
+
+def test_exit_before_initialize_exits_1(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    daemon.send_message(EXIT)
+    assert daemon.wait() == 1
+
+
+def test_nothing_after_exit_is_handled(daemon: RawDaemon) -> None:
+    daemon.send(frame(SHUTDOWN) + frame(EXIT) + frame(info(1)))
+    assert answered([daemon.next()]) == [("down", None)]
+    assert daemon.wait() == 0
+    assert daemon.messages.empty()
+
+
+@pytest.mark.parametrize(("shutdown", "code"), [(False, 1), (True, 0)])
+def test_stdin_eof_exits(daemon: RawDaemon, shutdown: bool, code: int) -> None:
+    if shutdown:
+        daemon.call(SHUTDOWN)
+    daemon.close_stdin()
+    assert daemon.wait() == code
+    if not shutdown:
+        assert "without shutdown" in daemon.stderr
+
+
+def _created_path(daemon: RawDaemon) -> Path:
+    response = daemon.call(request(1, "session/create", {"cwd": "/work/project"}))
+    return Path(response["result"]["path"])
+
+
+@pytest.mark.parametrize("winner", ["flag", "env", "options", "default"])
+def test_sessions_root_precedence(start_daemon: Callable[..., RawDaemon], tmp_path: Path, winner: str) -> None:
+    dirs = {name: tmp_path / name for name in ("flag", "env", "options", "home")}
+    order = ["flag", "env", "options", "default"]
+    present = order[order.index(winner) :]
+    args = ["--sessions-dir", str(dirs["flag"])] if "flag" in present else []
+    env = {"HOME": str(dirs["home"])}
+    env["SESSIONTREE_SESSIONS_DIR"] = str(dirs["env"]) if "env" in present else ""
+    options = {"sessionsDir": str(dirs["options"])} if "options" in present else None
+    daemon = start_daemon(*args, env=env)
+    daemon.initialize(options)
+    expected = dirs["home"] / ".pi" / "agent" / "sessions" if winner == "default" else dirs[winner]
+    assert expected.resolve() in _created_path(daemon).parents
+
+
+def test_durability_comes_from_initialization_options(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    daemon.initialize({"durability": "fsync"})
+    assert _created_path(daemon).is_file()
+    daemon.close_stdin()
+    daemon.wait()
+    assert "durability fsync" in daemon.stderr
+
+
+def test_record_writes_every_message_in_both_directions(start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    daemon = start_daemon("--sessions-dir", str(sessions_dir), "--record", str(record))
+    daemon.initialize()
+    daemon.call(info(1))
+    daemon.send(frame(b"{oops") + frame(SHUTDOWN))
+    daemon.next(), daemon.next()
+    daemon.send_message(EXIT)
+    assert daemon.wait() == 0
+    lines = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    ins = [line for line in lines if line["dir"] == "in"]
+    outs = [line for line in lines if line["dir"] == "out"]
+    assert [line["msg"] and line["msg"]["method"] for line in ins] == [
+        "initialize", "initialized", "session/info", None, "shutdown", "exit"
+    ]
+    assert ins[3]["raw"] == "{oops" and "rejected" in ins[3]
+    assert [line["msg"]["id"] for line in outs] == [0, 1, None, "down"]
+    assert outs[2]["msg"]["error"]["code"] == -32700
+    # An answer is recorded after the message it answers; times only grow.
+    assert lines.index(outs[1]) > lines.index(ins[2])
+    times = [line["t"] for line in lines]
+    assert times == sorted(times) and all(isinstance(t, float) for t in times)
+
+
+def test_print_in_a_handler_goes_to_stderr_not_the_wire(sessions_dir: Path) -> None:
+    script = (
+        "import sys\n"
+        "from sessiontree import cli, server\n"
+        "features = server.server.protocol.fm.features\n"
+        "real = features['session/info']\n"
+        "features['session/info'] = lambda params: print('stray output') or real(params)\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    body = frame(INITIALIZE) + frame(info(1)) + frame(SHUTDOWN) + frame(EXIT)
+    done = subprocess.run(
+        [sys.executable, "-c", script, "serve", "--sessions-dir", str(sessions_dir)],
+        input=body,
+        capture_output=True,
+        timeout=10,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"stray output" not in done.stdout
+    assert "stray output" in done.stderr.decode()
+    assert done.stdout.count(b"Content-Length: ") == 3
+    assert b'"code":-32010' in done.stdout
+
+
+def test_exits_when_the_parent_process_is_gone(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", "pass"])
+    parent.wait()
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}))
+    assert daemon.wait(timeout=6) == 1
+    assert f"parent process {parent.pid} is gone" in daemon.stderr
