@@ -206,6 +206,7 @@ class Tally:
     mismatched_files: int = 0
     byte_files: int = 0
     byte_identical: int = 0
+    byte_skipped: int = 0
     by_direction: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, direction: str, leaves: int, equal: bool) -> None:
@@ -238,4 +239,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"  byte comparison (pi replaying the daemon's ids and times): "
             f"{TALLY.byte_identical}/{TALLY.byte_files} files identical to pi's"
+            f" ({TALLY.byte_skipped} not comparable: forks of files where pi orphaned entries)"
         )

@@ -208,6 +208,19 @@ class Builder:
             message["excludeFromContext"] = self.rng.random() < 0.7
         return self.message(message)
 
+    def custom_role(self) -> SimEntry:
+        """A `custom` message stored as a message entry (what v2 hookMessages migrate to)."""
+        message: dict[str, Any] = {
+            "role": "custom",
+            "customType": "hook",
+            "content": self._text() if self.rng.random() < 0.5 else [{"type": "text", "text": self._text()}],
+            "display": self.rng.random() < 0.5,
+            "timestamp": self._ts(),
+        }
+        if self.rng.random() < 0.5:
+            message["details"] = {"from": "hook"}
+        return self.message(message)
+
     def message(self, message: dict[str, Any]) -> SimEntry:
         return self._append({"op": "appendMessage", "message": message}, "message", message["role"])
 
@@ -374,6 +387,7 @@ STEP_WEIGHTS: list[tuple[str, int]] = [
     ("assistant", 14),
     ("tool_turn", 6),
     ("bash", 4),
+    ("custom_role", 1),
     ("thinking", 3),
     ("model", 3),
     ("compaction", 3),
@@ -398,6 +412,7 @@ def _step(b: Builder, kind: str) -> None:
         "assistant": b.assistant,
         "tool_turn": lambda: (b.assistant(tool_call=True), b.tool_result()),
         "bash": b.bash,
+        "custom_role": b.custom_role,
         "thinking": b.thinking,
         "model": b.model,
         "compaction": b.compaction,
@@ -450,6 +465,7 @@ def tour() -> Scenario:
     b.assistant(tool_call=True)
     b.tool_result()
     b.bash()
+    b.custom_role()
     b.message({"role": "bashExecution", "command": "secret", "output": "x", "exitCode": 0, "cancelled": False, "truncated": False, "excludeFromContext": True, "timestamp": b._ts()})
     first = b.user()
     b.custom()
@@ -511,8 +527,11 @@ def label_fork() -> Scenario:
     return {"name": "label-fork", "seed": 7, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 1}, "ops": b.ops}
 
 
-def all_scenarios(count: int = 40, base_seed: int = 1000) -> list[Scenario]:
-    return [tour(), label_fork()] + [generate(base_seed + i) for i in range(count)]
+def all_scenarios(count: int = 40, base_seed: int = 1000, long: int = 3) -> list[Scenario]:
+    """The tour, the label fork, `long` scenarios of 200 steps and `count` ordinary ones."""
+    fixed = [tour(), label_fork()]
+    longs = [dict(generate(base_seed - 1 - i, steps=200), name=f"long-{base_seed - 1 - i}") for i in range(long)]
+    return fixed + longs + [generate(base_seed + i) for i in range(count)]
 
 
 def ops_used(scenarios: list[Scenario]) -> set[str]:
