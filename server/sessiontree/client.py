@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from . import protocol
 from .errors import ALL_ERRORS, SessionTreeError
@@ -28,12 +29,11 @@ from .protocol import UNSET, converter, to_camel
 from .rpc.framing import Frame, FrameDecoder, Rejected
 from .rpc.stdio import READ_CHUNK
 
-import orjson
-
 NotificationHandler = Callable[[str, Any], None]
 
 _ERRORS_BY_CODE: Final = {cls.code: cls for cls in ALL_ERRORS}
 _STDERR_LINES: Final = 50
+EXIT_TIMEOUT: Final = 10.0
 
 
 class RpcError(SessionTreeError):
@@ -131,7 +131,11 @@ class SessionTreeClient:
                 self.notify("exit")
             except (DaemonGone, ConnectionError):
                 pass
-        code = await process.wait()
+        try:
+            code = await asyncio.wait_for(process.wait(), EXIT_TIMEOUT)
+        except TimeoutError:
+            process.kill()
+            code = await process.wait()
         for task in self._tasks:
             await task
         return code

@@ -33,7 +33,14 @@ import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
 
 from .config import ServerConfig, parse_init_options, resolve_durability, resolve_sessions_dir
 from .errors import InvalidParams, SessionTreeError
@@ -345,8 +352,19 @@ class SessionTreeServer(LanguageServer):
         return service
 
 
+def plain_converter() -> cattrs.Converter:
+    """pygls's converter, except that untyped params and results stay plain dicts.
+
+    As shipped it turns them into namedtuples, renaming keys like `class` and dropping `type_name`.
+    """
+    converter = default_converter()
+    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(cls, lambda obj, cls: cls(**obj))
+    return converter
+
+
 server: Final = SessionTreeServer(
-    "sessiontree", VERSION, protocol_cls=SessionTreeProtocol, converter_factory=default_converter
+    "sessiontree", VERSION, protocol_cls=SessionTreeProtocol, converter_factory=plain_converter
 )
 
 

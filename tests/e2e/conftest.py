@@ -5,15 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types
-from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
+from sessiontree.server import plain_converter
 from support.daemon import RawDaemon, sessions_root
 
 
@@ -21,16 +20,8 @@ def server_command(root: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), *extra]
 
 
-def _plain_converter() -> Any:
-    """pygls's converter, but custom results and params stay plain dicts (not namedtuples)."""
-    converter = default_converter()
-    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
-    return converter
-
-
 def make_client() -> LanguageClient:
-    client = LanguageClient(converter_factory=_plain_converter)
+    client = LanguageClient(converter_factory=plain_converter)
     register_lsp_features(client)
     return client
 
