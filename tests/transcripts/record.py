@@ -1,0 +1,341 @@
+"""Record the transcripts in this directory with `sessiontree serve --record`.
+
+    /tmp/venv/bin/python tests/transcripts/record.py            # every transcript
+    /tmp/venv/bin/python tests/transcripts/record.py errors     # one of them
+
+Each story below drives a fresh daemon with raw frames; the daemon's own `--record` file is
+then stored as `<story>.jsonl`, the sessions root replaced by `${SESSIONS_DIR}`. A story that
+needs files on disk before it starts (a file that is not a session, a damaged one) writes them
+into `<story>.seed/` as well, and the replay copies that directory into its sessions root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from support.replay import PACE_SECONDS, SESSIONS_DIR_TOKEN, STEP_TIMEOUT  # noqa: E402
+
+CWD = "/work/demo"
+USER_TIME = 1735689600000  # the client's own message times: data, kept as sent
+
+
+class Driver:
+    """A recorded daemon driven with raw frames, waiting for each answer as a client would."""
+
+    def __init__(self, root: Path, record: Path) -> None:
+        command = [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), "--record", str(record)]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+        )
+        self._next_id = 0
+        self._buffer = b""
+
+    # ----------------------------------------------------------------- wire
+
+    def _read_message(self) -> Any:
+        out = self.process.stdout
+        assert out is not None
+        header = out.readline()
+        if not header:
+            raise EOFError("the daemon closed its output")
+        out.readline()
+        return orjson.loads(out.read(int(header.split(b":")[1])))
+
+    def send(self, *messages: Any, raw: bytes | None = None) -> dict[Any, Any]:
+        """Write the messages (and a raw body) in one write; return the answers by id."""
+        time.sleep(PACE_SECONDS)
+        bodies = [orjson.dumps(m) for m in messages] + ([raw] if raw is not None else [])
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(b"Content-Length: %d\r\n\r\n%b" % (len(b), b) for b in bodies))
+        waiting = [m["id"] for m in messages if _answered(m)] + ([None] if raw is not None else [])
+        answers: dict[Any, Any] = {}
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while any(w not in answers for w in waiting):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no answer to {waiting}")
+            message = self._read_message()
+            if "method" not in message:
+                answers[message.get("id")] = message
+        return answers
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def message(self, method: str, params: Any = None, *, notify: bool = False) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if not notify:
+            message["id"] = self.next_id()
+        if params is not None:
+            message["params"] = params
+        return message
+
+    def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        """One request; its whole response (result or error)."""
+        message = self.message(method, params)
+        return self.send(message)[message["id"]]
+
+    def result(self, method: str, params: Any = None) -> Any:
+        response = self.call(method, params)
+        assert "result" in response, response
+        return response["result"]
+
+    def error(self, method: str, params: Any, code: int) -> dict[str, Any]:
+        response = self.call(method, params)
+        assert response.get("error", {}).get("code") == code, response
+        return response["error"]
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.send(self.message(method, params, notify=True))
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def initialize(self, options: Any = None) -> Any:
+        params: dict[str, Any] = {"processId": None, "capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
+        result = self.result("initialize", params)
+        self.notify("initialized", {})
+        return result
+
+    def stop(self) -> int:
+        self.result("shutdown")
+        self.notify("exit")
+        return self.process.wait(STEP_TIMEOUT)
+
+
+def _answered(message: Any) -> bool:
+    return isinstance(message, dict) and "id" in message and "method" in message
+
+
+# --------------------------------------------------------------------------- stories
+
+
+def user(text: str, offset: int = 0) -> dict[str, Any]:
+    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": USER_TIME + offset}}
+
+
+def assistant(text: str, offset: int = 0) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "api": "anthropic-messages",
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "usage": {"input": 12, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 17},
+            "stopReason": "stop",
+            "timestamp": USER_TIME + offset,
+        },
+    }
+
+
+def lifecycle(d: Driver, root: Path) -> None:
+    """Before initialize, a failed and a good initialize, notifications, shutdown, after it, exit."""
+    d.error("session/list", {}, -32002)
+    d.notify("initialized", {})  # dropped before initialize
+    d.error("initialize", {"processId": None, "capabilities": {}, "initializationOptions": {"durability": "often"}}, -32602)
+    d.initialize({"durability": "os"})
+    d.error("initialize", {"processId": None, "capabilities": {}}, -32600)  # only once
+    d.notify("$/setTrace", {"value": "off"})
+    d.notify("$/somethingUnknown", {"x": 1})  # unknown notifications are ignored
+    d.call("session/list", {})  # see README: answered -32602 by this daemon version
+    d.result("shutdown")
+    d.error("session/list", {}, -32600)  # nothing but exit after shutdown
+    d.notify("exit")
+    assert d.process.wait(STEP_TIMEOUT) == 0
+
+
+def every_method(d: Driver, root: Path) -> None:
+    """One session from create to close, through every method of the protocol."""
+    d.initialize()
+    created = d.result("session/create", {"cwd": CWD})
+    sid = created["sessionId"]
+    first = d.result("session/append", {"sessionId": sid, "entry": user("What is in this repository?")})["id"]
+    answer = d.result("session/append", {"sessionId": sid, "entry": assistant("A daemon for session files.", 1000)})["id"]
+    d.result("session/append", {"sessionId": sid, "entry": {"type": "model_change", "provider": "openai", "modelId": "gpt-5"}})
+    level = d.result("session/append", {"sessionId": sid, "entry": {"type": "thinking_level_change", "thinkingLevel": "high"}})
+    note = {"type": "custom_message", "customType": "note", "content": "Remember the tests.", "display": True}
+    d.result("session/append", {"sessionId": sid, "entries": [note], "expectedLeafId": level["id"]})
+    d.result("session/label", {"sessionId": sid, "targetId": first, "label": "start"})
+    d.result("session/setName", {"sessionId": sid, "name": "  Demo session  "})
+    d.result("session/context", {"sessionId": sid})
+    d.result("session/context", {"sessionId": sid, "format": "llm"})
+    d.result("session/context", {"sessionId": sid, "leafId": None})
+    d.result("session/tree", {"sessionId": sid})
+    d.result("session/entries", {"sessionId": sid, "ids": [first, answer]})
+    d.result("session/entries", {"sessionId": sid, "pathTo": answer})
+    page = d.result("session/entries", {"sessionId": sid, "since": None, "limit": 2})
+    d.result("session/entries", {"sessionId": sid, "since": page["cursor"]})
+    branched = d.result("session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried a detour."})
+    compaction = {"type": "compaction", "summary": "Asked about the repository.", "firstKeptEntryId": first, "tokensBefore": 1234}
+    d.result("session/append", {"sessionId": sid, "entry": compaction, "expectedLeafId": branched["leafId"]})
+    d.result("session/context", {"sessionId": sid})
+    d.result("session/branch", {"sessionId": sid, "entryId": answer})
+    d.result("session/branch", {"sessionId": sid, "entryId": None})
+    d.result("session/append", {"sessionId": sid, "entry": user("A new root.", 2000), "parentId": None})
+    d.result("session/label", {"sessionId": sid, "targetId": first})  # clears
+    d.result("session/tree", {"sessionId": sid})
+    forked = d.result("session/fork", {"sessionId": sid, "entryId": answer})
+    d.result("session/fork", {"sessionId": sid, "cwd": "/work/other"})
+    d.result("session/info", {"sessionId": sid})
+    d.result("session/info", {"sessionId": forked["sessionId"]})
+    d.call("session/list", {"cwd": CWD, "workDoneToken": "list-1"})
+    d.call("session/list", {})  # see README: answered -32602 by this daemon version
+    d.result("session/close", {"sessionId": forked["sessionId"]})
+    d.result("session/open", {"path": forked["path"]})
+    d.result("session/open", {"path": created["path"].removeprefix(str(root) + "/")})  # already open: same session
+    d.result("session/close", {"sessionId": sid})
+    assert d.stop() == 0
+
+
+def errors(d: Driver, root: Path) -> None:
+    """Every error code of protocol.md's table that a client can provoke."""
+    d.initialize()
+    d.send(raw=b'{"jsonrpc":"2.0","id":%d,"method":' % d.next_id())  # -32700
+    d.send({"id": d.next_id(), "method": "session/list", "params": {}})  # -32600: no jsonrpc
+    d.send([{"jsonrpc": "2.0", "id": d.next_id(), "method": "session/list"}])  # -32600: a batch
+    d.send({"jsonrpc": "2.0", "id": d.next_id(), "method": "session/list", "params": 5})  # -32600: params
+    d.error("session/frobnicate", {}, -32601)
+    d.error("session/info", {}, -32602)
+    d.error("session/info", {"sessionId": 7}, -32602)
+    sid = d.result("session/create", {"cwd": CWD, "id": "errors-demo"})["sessionId"]
+    d.error("session/append", {"sessionId": sid, "entry": {"type": "message", "message": {}}}, -32602)
+    bad_batch = [user("one"), user("two", 1), {"type": "nonsense"}]
+    d.error("session/append", {"sessionId": sid, "entries": bad_batch}, -32602)
+    d.error("session/append", {"sessionId": sid, "entry": user("x"), "entries": [user("y")]}, -32602)
+    d.error("session/fork", {"sessionId": sid}, -32602)
+    slow = d.message("session/list", {})
+    cancel = d.message("$/cancelRequest", {"id": slow["id"]}, notify=True)
+    answers = d.send(slow, cancel)  # one write: the request is cancelled before it runs
+    assert answers[slow["id"]]["error"]["code"] == -32800, answers
+    d.error("session/info", {"sessionId": "no-such-session"}, -32010)
+    d.error("session/context", {"sessionId": sid, "leafId": "ffffffff"}, -32011)
+    entry = d.result("session/append", {"sessionId": sid, "entry": user("hello")})
+    d.error("session/label", {"sessionId": sid, "targetId": "0badc0de", "label": "x"}, -32011)
+    d.error("session/append", {"sessionId": sid, "entry": user("late", 1), "expectedLeafId": None}, -32012)
+    d.error("session/setName", {"sessionId": sid, "name": "n", "expectedLeafId": "abcdef12"}, -32012)
+    d.result("session/setName", {"sessionId": sid, "name": "n", "expectedLeafId": entry["id"]})
+    d.error("session/open", {"path": "../outside.jsonl"}, -32013)
+    d.error("session/open", {"path": "notes.jsonl"}, -32014)
+    d.error("session/open", {"path": "--work-demo--/missing.jsonl"}, -32015)
+    d.error("session/create", {"cwd": CWD, "id": "errors-demo"}, -32016)
+    d.error("session/create", {"cwd": "/work/dangling"}, -32017)  # its directory is a dangling symlink
+    assert d.stop() == 0
+
+
+def open_warnings(d: Driver, root: Path) -> None:
+    """A damaged file: its warnings come back in the result and as window/logMessage."""
+    d.initialize()
+    opened = d.result("session/open", {"path": "--work-demo--/damaged.jsonl"})
+    d.result("session/tree", {"sessionId": opened["sessionId"]})
+    d.result("session/append", {"sessionId": opened["sessionId"], "entry": user("after the repair", 4000)})
+    d.result("session/entries", {"sessionId": opened["sessionId"], "since": None})
+    assert d.stop() == 0
+
+
+_HEADER = '{"type":"session","version":3,"id":"damaged-demo","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work/demo"}'
+_DAMAGED = "\n".join(
+    [
+        _HEADER,
+        '{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1735689601000}}',
+        "this line is not JSON",
+        _HEADER,
+        '{"type":"label","id":"b2c3d4e5","parentId":"a1b2c3d4","timestamp":"2025-01-01T00:00:02.000Z",'
+        '"targetId":"99999999","label":"lost"}',
+        '{"type":"message","id":"a1b2c3d4","parentId":"b2c3d4e5","timestamp":"2025-01-01T00:00:03.000Z",'
+        '"message":{"role":"user","content":"again","timestamp":1735689603000}}',
+        '{"type":"message","id":"c3d4',  # torn: no line end
+    ]
+)
+
+@dataclass(frozen=True)
+class Symlink:
+    target: str
+
+
+# Files on disk before a story starts, relative to the sessions root; stored as `<story>.seed/`.
+SEEDS: dict[str, dict[str, str | Symlink]] = {
+    "errors": {"notes.jsonl": '{"hello":"world"}\n', "--work-dangling--": Symlink("nowhere")},
+    "open-warnings": {"--work-demo--/damaged.jsonl": _DAMAGED},
+}
+
+
+STORIES: dict[str, Callable[[Driver, Path], None]] = {
+    "lifecycle": lifecycle,
+    "every-method": every_method,
+    "errors": errors,
+    "open-warnings": open_warnings,
+}
+
+
+# --------------------------------------------------------------------------- storing
+
+
+def tokenise(value: Any, root: str) -> Any:
+    """The transcript with the recording's sessions root replaced by the placeholder token."""
+    if isinstance(value, dict):
+        return {k: tokenise(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [tokenise(v, root) for v in value]
+    if isinstance(value, str):
+        return value.replace(root, SESSIONS_DIR_TOKEN)
+    return value
+
+
+def record(name: str, out_dir: Path = HERE) -> Path:
+    with tempfile.TemporaryDirectory(prefix="sessiontree-record-") as tmp:
+        root = Path(os.path.realpath(tmp)) / "sessions"
+        seed = out_dir / f"{name}.seed"
+        shutil.rmtree(seed, ignore_errors=True)
+        for relative, text in SEEDS.get(name, {}).items():
+            for base in (root, seed):
+                _write_seed(base / relative, text)
+        root.mkdir(exist_ok=True)
+        record_file = Path(tmp) / "record.jsonl"
+        driver = Driver(root, record_file)
+        try:
+            STORIES[name](driver, root)
+        finally:
+            if driver.process.poll() is None:
+                driver.process.kill()
+        lines = [tokenise(orjson.loads(line), str(root)) for line in record_file.read_bytes().splitlines()]
+    target = out_dir / f"{name}.jsonl"
+    target.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return target
+
+
+def _write_seed(path: Path, content: str | Symlink) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, Symlink):
+        path.symlink_to(content.target)
+    else:
+        path.write_text(content)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(STORIES)
+    for name in names:
+        path = record(name)
+        print(f"recorded {path.relative_to(HERE.parent.parent)}: {len(path.read_bytes().splitlines())} messages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
