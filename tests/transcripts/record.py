@@ -2,6 +2,7 @@
 
     /tmp/venv/bin/python tests/transcripts/record.py            # every transcript
     /tmp/venv/bin/python tests/transcripts/record.py errors     # one of them
+    /tmp/venv/bin/python tests/transcripts/record.py --doc      # protocol.md's examples
 
 Each story below drives a fresh daemon with raw frames; the daemon's own `--record` file is
 then stored as `<story>.jsonl`, the sessions root replaced by `${SESSIONS_DIR}`. A story that
@@ -12,6 +13,7 @@ into `<story>.seed/` as well, and the replay copies that directory into its sess
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,9 +79,8 @@ class Driver:
         return self._next_id
 
     def message(self, method: str, params: Any = None, *, notify: bool = False) -> dict[str, Any]:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if not notify:
-            message["id"] = self.next_id()
+        message: dict[str, Any] = {"jsonrpc": "2.0"} if notify else {"jsonrpc": "2.0", "id": self.next_id()}
+        message["method"] = method
         if params is not None:
             message["params"] = params
         return message
@@ -329,7 +330,97 @@ def _write_seed(path: Path, content: str | Symlink) -> None:
         path.write_text(content)
 
 
+# --------------------------------------------------------------------------- protocol.md's examples
+
+PROTOCOL_MD = HERE.parent.parent / "protocol.md"
+DOC_ROOT = "/home/user/.pi/agent/sessions"  # how the sessions root is shown in protocol.md
+DOC_CWD = "/home/user/project"
+_EXAMPLE_RE = re.compile(r"\n\*Example\*\n.*?(?=\n#{2,3} |\Z)", re.S)
+
+
+def doc_story(d: Driver, root: Path) -> list[str]:
+    """One story through the sections of protocol.md, in document order; returns each call's section."""
+    sections: list[str] = []
+
+    def call(section: str, method: str, params: Any) -> Any:
+        sections.append(section)
+        return d.result(method, params)
+
+    d.initialize()
+    created = call("session/create", "session/create", {"cwd": DOC_CWD})
+    sid = created["sessionId"]
+    call("session/open", "session/open", {"path": created["path"]})
+    call("session/close", "session/close", {"sessionId": sid})
+    call("session/close", "session/open", {"path": created["path"]})  # back again, same id
+    call("session/info", "session/info", {"sessionId": sid})
+    first = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello")})["id"]
+    call("session/context", "session/context", {"sessionId": sid})
+    call("session/tree", "session/tree", {"sessionId": sid})
+    call("session/entries", "session/entries", {"sessionId": sid, "since": None, "limit": 10})
+    call("session/branch", "session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried another way."})
+    call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
+    call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
+    call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
+    assert d.stop() == 0
+    return sections
+
+
+def _doc_json(message: Any) -> str:
+    """Short messages on one line; longer ones indented, so the document stays readable."""
+    line = orjson.dumps(message).decode()
+    if len(line) <= 130:
+        return line
+    return orjson.dumps(message, option=orjson.OPT_INDENT_2).decode()
+
+
+def record_doc_examples() -> dict[str, list[Any]]:
+    """Run the story; every session/* message in the order it was sent, grouped by section."""
+    with tempfile.TemporaryDirectory(prefix="sessiontree-record-") as tmp:
+        root = Path(os.path.realpath(tmp)) / "sessions"
+        root.mkdir()
+        record_file = Path(tmp) / "record.jsonl"
+        driver = Driver(root, record_file)
+        try:
+            sections = iter(doc_story(driver, root))
+        finally:
+            if driver.process.poll() is None:
+                driver.process.kill()
+        examples: dict[str, list[Any]] = {}
+        section = ""
+        for raw in record_file.read_bytes().splitlines():
+            line = orjson.loads(raw)
+            msg = line["msg"]
+            if line["dir"] == "in" and str(msg.get("method", "")).startswith("session/"):
+                section = next(sections)
+            elif line["dir"] == "in":
+                section = ""  # the lifecycle around the story is not an example
+            if section:
+                examples.setdefault(section, []).append(tokenise(msg, str(root)))
+    return {name: [_relabel(m) for m in messages] for name, messages in examples.items()}
+
+
+def _relabel(message: Any) -> Any:
+    return orjson.loads(orjson.dumps(message).decode().replace(SESSIONS_DIR_TOKEN, DOC_ROOT))
+
+
+def write_doc_examples(path: Path = PROTOCOL_MD) -> None:
+    """Put (or replace) an `*Example*` subsection at the end of each `### session/...` section."""
+    examples = record_doc_examples()
+    text = _EXAMPLE_RE.sub("", path.read_text())
+    for section, messages in examples.items():
+        blocks = "\n\n".join(f"```json\n{_doc_json(m)}\n```" for m in messages)
+        start = text.index(f"\n### {section}\n")
+        end = re.compile(r"\n#{2,3} ").search(text, start + 1)
+        cut = end.start() if end else len(text)
+        text = text[:cut].rstrip("\n") + f"\n\n*Example*\n\n{blocks}\n" + text[cut:]
+    path.write_text(text)
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--doc"]:
+        write_doc_examples()
+        print(f"wrote the examples of {PROTOCOL_MD.name}")
+        return 0
     names = argv or list(STORIES)
     for name in names:
         path = record(name)
