@@ -44,7 +44,6 @@ class Driver:
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
         )
         self._next_id = 0
-        self._buffer = b""
 
     # ----------------------------------------------------------------- wire
 
