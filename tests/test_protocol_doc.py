@@ -27,7 +27,6 @@ _EXAMPLE_RE = re.compile(r"^\*Example\*\n(.*)", re.M | re.S)
 _JSON_BLOCK_RE = re.compile(r"^```json\n(.*?)^```", re.M | re.S)
 _ERROR_ROW_RE = re.compile(r"^\| (-\d+) \| (\w+) \|", re.M)
 
-LIST_PARAMS_BUG = "session/list answers -32602 for any params (ListParams.work_done_token cannot be structured)"
 
 
 def sections() -> dict[str, str]:
@@ -91,14 +90,7 @@ def test_every_domain_error_is_in_the_error_table() -> None:
 # --------------------------------------------------------------------------- examples
 
 
-def _example_params() -> list[Any]:
-    return [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=LIST_PARAMS_BUG)) if m == "session/list" else m
-        for m in sorted(METHODS)
-    ]
-
-
-@pytest.mark.parametrize("method", _example_params())
+@pytest.mark.parametrize("method", sorted(METHODS))
 def test_every_method_has_an_example(method: str) -> None:
     messages = example_messages(sections()[method])
     requests = [m for m in messages if "method" in m and "id" in m]

@@ -20,12 +20,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-import attrs
 import orjson
 
 from . import protocol
 from .errors import ALL_ERRORS, SessionTreeError
-from .protocol import UNSET, converter, to_camel
+from .protocol import converter, to_wire
 from .rpc.framing import Frame, FrameDecoder, Rejected
 from .rpc.stdio import READ_CHUNK
 
@@ -62,17 +61,6 @@ def error_from_wire(error: Any) -> SessionTreeError:
     if isinstance(data, dict):
         exc.data = data
     return exc
-
-
-def params_to_wire(params: Any) -> dict[str, Any]:
-    """A params object as the client sends it: camelCase, UNSET and default-None fields left out."""
-    wire: dict[str, Any] = {}
-    for field in attrs.fields(type(params)):
-        value = getattr(params, field.name)
-        if value is UNSET or (value is None and field.default is None):
-            continue
-        wire[to_camel(field.name)] = converter.unstructure(value)
-    return wire
 
 
 def server_command(sessions_dir: Path | None = None, *extra: str) -> list[str]:
@@ -226,7 +214,7 @@ class SessionTreeClient:
 
     async def call(self, method: str, params: Any) -> Any:
         """Call a `protocol.METHODS` method with its params object; returns its result object."""
-        raw = await self.request(method, params_to_wire(params))
+        raw = await self.request(method, to_wire(params))
         result_type = protocol.METHODS[method].result
         return None if result_type is None else converter.structure(raw, result_type)
 

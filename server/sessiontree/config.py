@@ -8,13 +8,13 @@ The sessions root is resolved late, at `initialize`, because the client may name
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final, Literal, Mapping
+from typing import Any, Final, Mapping
 
 import attrs
 
 from .errors import InvalidParams
+from .store import Durability
 
-Durability = Literal["os", "fsync"]
 
 SESSIONS_DIR_ENV: Final = "SESSIONTREE_SESSIONS_DIR"
 DEFAULT_SESSIONS_DIR: Final = Path("~/.pi/agent/sessions")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from .errors import FileNotFound, InvalidParams, PathOutsideRoot
 
-DEFAULT_SESSIONS_DIR = Path("~/.pi/agent/sessions")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -43,6 +42,13 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, a loop of symlinks: no file there either way
+        return False
+
+
 class SessionsRoot:
     """The directory the daemon owns; every path it touches must resolve inside it."""
 
@@ -61,7 +67,7 @@ class SessionsRoot:
             raise PathOutsideRoot(
                 f"{path} is outside the sessions directory {self.path}", path=path, root=str(self.path)
             )
-        if must_exist and not real.is_file():
+        if must_exist and not _is_file(real):
             raise FileNotFound(f"no session file at {path}", path=path)
         return real
 

@@ -309,6 +309,12 @@ def _strict(kind: type) -> Any:
     return hook
 
 
+def _structure_token(value: Any, _type: Any) -> int | str | None:
+    if value is None or (isinstance(value, int | str) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"expected an integer or a string, got {type(value).__name__}")
+
+
 def _structure_object(value: Any, _type: Any) -> JsonObject:
     if not isinstance(value, dict):
         raise ValueError(f"expected an object, got {type(value).__name__}")
@@ -320,6 +326,7 @@ def make_converter() -> cattrs.Converter:
     for kind in (str, int, bool, float):
         conv.register_structure_hook(kind, _strict(kind))
     conv.register_structure_hook(MaybeId, _structure_maybe_id)
+    conv.register_structure_hook(int | str | None, _structure_token)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
 
@@ -329,7 +336,7 @@ def make_converter() -> cattrs.Converter:
 
     def unstructure_factory(cls: type) -> Any:
         overrides = {
-            f.name: override(rename=to_camel(f.name), omit_if_default=f.default is None)
+            f.name: override(rename=to_camel(f.name), omit_if_default=f.default is None or f.default is UNSET)
             for f in attrs.fields(cls)
         }
         return make_dict_unstructure_fn(cls, conv, **overrides)
@@ -363,6 +370,6 @@ def parse_params(method: str, params: Any) -> Any:
         raise InvalidParams(f"invalid params for {method}: {'; '.join(problems)}", problems=problems) from None
 
 
-def to_wire(result: Any) -> Any:
-    """Unstructure a result object into plain JSON-ready data."""
-    return converter.unstructure(result)
+def to_wire(value: Any) -> Any:
+    """Unstructure a params or result object into plain JSON-ready data (UNSET fields left out)."""
+    return converter.unstructure(value)

@@ -6,6 +6,7 @@ result object; failures raise `SessionTreeError` subclasses with documented code
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -181,8 +182,9 @@ class SessionService:
         entries: list[dict[str, Any]],
         parent: protocol.MaybeId = UNSET,
         expected_leaf: protocol.MaybeId = UNSET,
+        sources: list[str] | None = None,
     ) -> AppendResult:
-        written, others = opened.session.append(entries, parent, expected_leaf)
+        written, others = opened.session.append(entries, parent, expected_leaf, sources)
         if others:
             opened.context_cache.clear()
         for appended in written:
@@ -208,7 +210,7 @@ class SessionService:
         entry: dict[str, Any] = {"type": "label", "targetId": params.target_id}
         if params.label is not None:
             entry["label"] = params.label
-        return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id)
+        return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id, sources=[""])
 
     def set_name(self, params: protocol.SetNameParams) -> AppendResult:
         entry = {"type": "session_info", "name": js_trim(params.name)}
@@ -249,7 +251,8 @@ class SessionService:
             if self.config.durability == "fsync":
                 fsync_directory(directory)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the directory itself may be what failed
+                temporary.unlink(missing_ok=True)
             raise StorageError(f"could not write {path}: {exc.strerror or exc}", path=str(path)) from None
         return path
 

@@ -20,19 +20,6 @@ from support.daemon import frame, info, request
 
 CWD = "/work/project"
 
-# Known domain bugs, reported; strict so the marks go as soon as the fixes land.
-SERVICE_CLEANUP_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="service._write_new_file: temporary.unlink() raises NotADirectoryError inside its own "
-    "except OSError, so the StorageError becomes an internal error",
-)
-LIST_PARAMS_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="protocol.ListParams.work_done_token is `int | str | None`, which the protocol converter "
-    "cannot structure, so parse_params fails for every session/list call",
-)
-
-
 def user(text: str) -> dict[str, Any]:
     return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
 
@@ -164,7 +151,6 @@ async def test_label_and_set_name(client: LanguageClient) -> None:
     assert tree["nodes"][0]["label"] == "start"
 
 
-@LIST_PARAMS_BUG
 async def test_list_reports_progress(client: LanguageClient) -> None:
     await new_session(client, user("first question"))
     await new_session(client, user("second question"))
@@ -251,7 +237,7 @@ def test_every_domain_error_has_a_case() -> None:
 
 @pytest.mark.parametrize(
     "error",
-    [pytest.param(cls, marks=SERVICE_CLEANUP_BUG) if cls.name == "StorageError" else cls for cls in ALL_ERRORS],
+    list(ALL_ERRORS),
     ids=lambda cls: cls.name,
 )
 async def test_domain_errors_keep_code_message_and_data(client: LanguageClient, sessions_dir: Path, error: type) -> None:

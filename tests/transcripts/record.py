@@ -1,8 +1,8 @@
 """Record the transcripts in this directory with `sessiontree serve --record`.
 
-    /tmp/venv/bin/python tests/transcripts/record.py            # every transcript
-    /tmp/venv/bin/python tests/transcripts/record.py errors     # one of them
-    /tmp/venv/bin/python tests/transcripts/record.py --doc      # protocol.md's examples
+    python tests/transcripts/record.py            # every transcript
+    python tests/transcripts/record.py errors     # one of them
+    python tests/transcripts/record.py --doc      # protocol.md's examples
 
 Each story below drives a fresh daemon with raw frames; the daemon's own `--record` file is
 then stored as `<story>.jsonl`, the sessions root replaced by `${SESSIONS_DIR}`. A story that
@@ -154,7 +154,7 @@ def lifecycle(d: Driver, root: Path) -> None:
     d.error("initialize", {"processId": None, "capabilities": {}}, -32600)  # only once
     d.notify("$/setTrace", {"value": "off"})
     d.notify("$/somethingUnknown", {"x": 1})  # unknown notifications are ignored
-    d.call("session/list", {})  # see README: answered -32602 by this daemon version
+    d.call("session/list", {})
     d.result("shutdown")
     d.error("session/list", {}, -32600)  # nothing but exit after shutdown
     d.notify("exit")
@@ -196,7 +196,7 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/info", {"sessionId": sid})
     d.result("session/info", {"sessionId": forked["sessionId"]})
     d.call("session/list", {"cwd": CWD, "workDoneToken": "list-1"})
-    d.call("session/list", {})  # see README: answered -32602 by this daemon version
+    d.call("session/list", {})
     d.result("session/close", {"sessionId": forked["sessionId"]})
     d.result("session/open", {"path": forked["path"]})
     d.result("session/open", {"path": created["path"].removeprefix(str(root) + "/")})  # already open: same session
@@ -352,6 +352,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/close", "session/close", {"sessionId": sid})
     call("session/close", "session/open", {"path": created["path"]})  # back again, same id
     call("session/info", "session/info", {"sessionId": sid})
+    call("session/list", "session/list", {"cwd": DOC_CWD})
     first = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello")})["id"]
     call("session/context", "session/context", {"sessionId": sid})
     call("session/tree", "session/tree", {"sessionId": sid})

@@ -218,3 +218,28 @@ def test_second_header_is_ignored_and_reported(make_storage: StorageFactory) -> 
     assert session.header["id"] == HEADER["id"]
     assert [n.id for n in session.index.nodes] == ["e0000001", "e2"]
     assert [w.kind for w in session.warnings] == ["extra-header"]
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf"])
+def test_a_header_only_file_is_read_once(make_storage: StorageFactory, prefix: bytes) -> None:
+    storage = make_storage(prefix + line(HEADER))
+    session = Session.load(storage)
+    assert session.refresh() == [] and session.warnings == []
+    session.append([{"type": "custom", "customType": "x"}])
+    assert session.refresh() == [] and session.warnings == []
+    assert len(Session.load(make_storage(contents(storage))).index) == 1
+
+
+def test_errors_name_the_field_as_the_request_spelled_it(make_storage: StorageFactory) -> None:
+    session = Session.load(make_storage(VALID))
+    label = {"type": "label", "targetId": "nope0000", "label": "x"}
+    for sources, field in ([None, "entry.targetId"], [[""], "targetId"]):
+        with pytest.raises(EntryNotFound) as caught:
+            session.append([label], sources=sources)
+        assert caught.value.data["field"] == field
+    with pytest.raises(EntryNotFound) as caught:
+        session.append([{"type": "custom", "customType": "x"}, label])
+    assert caught.value.data["field"] == "entries[1].targetId"
+    with pytest.raises(LeafConflict) as conflict:
+        session.append([{"type": "custom", "customType": "x"}], expected_leaf=None)
+    assert conflict.value.message == "the leaf is e0000002, not null"

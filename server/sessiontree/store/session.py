@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .. import jsonfmt
@@ -75,6 +75,7 @@ class Session:
     ) -> tuple[Session | None, list[Warning]]:
         skipped: list[Warning] = []
         for line_no, (offset, line) in enumerate(lines, start=1):
+            end = offset + len(line) + 1
             if offset == 0 and line.startswith(BOM):
                 line = line[len(BOM) :]
             if not line.strip():
@@ -85,6 +86,7 @@ class Session:
                 continue
             session = cls(storage, header)
             session._line_no = line_no
+            session.end = end
             return session, skipped
         return None, skipped
 
@@ -200,15 +202,18 @@ class Session:
         entries: list[dict[str, Any]],
         parent: MaybeId = UNSET,
         expected_leaf: MaybeId = UNSET,
+        sources: Sequence[str] | None = None,
     ) -> tuple[list[Appended], list[Node]]:
         """Write entries as a chain below `parent` (default: the leaf) in one write.
 
+        `sources` names where each entry came from in the request (`entry`, `entries[2]`,
+        or `""` when the entry's fields are the params), so errors name the client's field.
         Returns what was written and what other writers had appended before it.
         Nothing is written if a check fails.
         """
         with self.storage.lock():
             others = self.refresh()
-            self._check(entries, parent, expected_leaf)
+            self._check(entries, parent, expected_leaf, sources or _default_sources(len(entries)))
             parent_id = self.index.leaf_id if parent is UNSET else parent
             written = self._write(entries, parent_id)
         return written, others
@@ -218,18 +223,23 @@ class Session:
         leaf = self.index.leaf_id
         if expected_leaf is not UNSET and expected_leaf != leaf:
             raise LeafConflict(
-                f"the leaf is {leaf}, not {expected_leaf}", currentLeafId=leaf, expectedLeafId=expected_leaf
+                f"the leaf is {_shown(leaf)}, not {_shown(expected_leaf)}",
+                currentLeafId=leaf,
+                expectedLeafId=expected_leaf,
             )
 
-    def _check(self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId) -> None:
+    def _check(
+        self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId, sources: Sequence[str]
+    ) -> None:
         self.check_leaf(expected_leaf)
         if isinstance(parent, str):
             self.require(parent, "parentId")
-        for entry in entries:
+        for entry, source in zip(entries, sources):
+            prefix = f"{source}." if source else ""
             if entry["type"] == "label":
-                self.require(entry["targetId"], "entry.targetId")
+                self.require(entry["targetId"], f"{prefix}targetId")
             elif entry["type"] == "compaction":
-                self.require(entry["firstKeptEntryId"], "entry.firstKeptEntryId")
+                self.require(entry["firstKeptEntryId"], f"{prefix}firstKeptEntryId")
 
     def move_leaf(self, entry_id: str | None) -> None:
         """pi's branch (an id) and resetLeaf (None): only the in-memory leaf moves."""
@@ -291,6 +301,14 @@ class Session:
 
     def close(self) -> None:
         self.storage.close()
+
+
+def _shown(entry_id: str | None) -> str:
+    return "null" if entry_id is None else entry_id
+
+
+def _default_sources(count: int) -> list[str]:
+    return ["entry"] if count == 1 else [f"entries[{position}]" for position in range(count)]
 
 
 class _Either:
