@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,7 +22,16 @@ HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
 PI_PACKAGE = HERE / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
 PI_VERSION = "0.73.1"
-RPC_TIMEOUT_S = 30.0
+RPC_TIMEOUT_S = 10.0
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_json(value: Any) -> bytes:
+    """JSON as JavaScript's JSON.stringify spells strings: UTF-8, lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text).encode("utf-8")
 
 
 # --------------------------------------------------------------------------- pi
@@ -48,7 +59,7 @@ class PiDriver:
     def run(self, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
         self.runs += 1
         script = self.workdir / f"batch-{self.runs}.json"
-        script.write_text(json.dumps(scenarios, ensure_ascii=False), encoding="utf-8")
+        script.write_bytes(js_json(scenarios))
         proc = subprocess.run(
             ["node", str(DRIVER), str(script)],
             capture_output=True,
@@ -75,6 +86,8 @@ def pi(tmp_path_factory: pytest.TempPathFactory) -> PiDriver:
 
 
 class RpcError(Exception):
+    """An error response, or no response within RPC_TIMEOUT_S (code None)."""
+
     def __init__(self, method: str, error: dict[str, Any]) -> None:
         self.code = error.get("code")
         self.data = error.get("data")
@@ -82,7 +95,7 @@ class RpcError(Exception):
 
 
 def _write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
-    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    body = js_json(message)
     stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     stream.flush()
 
@@ -114,6 +127,19 @@ class Daemon:
     next_id: int = 0
     notifications: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    inbox: queue.Queue[dict[str, Any] | None] = field(default_factory=queue.Queue)
+
+    def __post_init__(self) -> None:
+        # A reader thread, so that a request the daemon never answers fails instead of hanging.
+        threading.Thread(target=self._read_loop, daemon=True).start()
+
+    def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while True:
+                self.inbox.put(_read_message(self.proc.stdout))
+        except (EOFError, ValueError, OSError):
+            self.inbox.put(None)
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         with self.lock:
@@ -125,10 +151,18 @@ class Daemon:
             assert self.proc.stdin is not None and self.proc.stdout is not None
             _write_message(self.proc.stdin, message)
             while True:
-                reply = _read_message(self.proc.stdout)
+                try:
+                    reply = self.inbox.get(timeout=RPC_TIMEOUT_S)
+                except queue.Empty:
+                    raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+                if reply is None:
+                    self.inbox.put(None)
+                    raise EOFError("the daemon closed its stdout")
                 if "method" in reply:
                     self._on_server_message(reply)
                     continue
+                if reply.get("id") is None and "error" in reply:
+                    raise RpcError(method, reply["error"])  # unattributable (e.g. a parse error): ours, requests are sequential
                 if reply.get("id") != rid:
                     continue
                 if "error" in reply:

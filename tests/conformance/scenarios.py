@@ -527,9 +527,41 @@ def label_fork() -> Scenario:
     return {"name": "label-fork", "seed": 7, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 1}, "ops": b.ops}
 
 
+def edge_strings() -> Scenario:
+    """Lone surrogates (a text cut inside an emoji): JSON.stringify writes them as \\udXXX escapes."""
+    b = Builder(random.Random(11))
+    b.create()
+    u = b.message({"role": "user", "content": "cut inside an emoji: \ud83d", "timestamp": b._ts()})
+    b.message({"role": "assistant", "content": [{"type": "text", "text": "low half \ude00 alone"}], "api": "anthropic-messages", "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}, "stopReason": "stop", "timestamp": b._ts()})
+    b.message({"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": [{"type": "text", "text": "truncated output \ud83d"}], "isError": False, "timestamp": b._ts()})
+    b._append({"op": "appendSessionInfo", "name": "name \udfff"}, "session_info")
+    b._append({"op": "appendLabelChange", "targetId": {"$ref": u.ref}, "label": "label \ud800"}, "label")
+    b.custom_message()
+    finish(b)
+    return {"name": "edge-strings", "seed": 11, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 1}, "ops": b.ops}
+
+
+# Numbers JavaScript and Python spell or round differently.
+EDGE_NUMBERS: dict[str, Any] = {
+    "integralFloat": 3.0, "negZero": -0.0, "tiny": 5e-324, "big": 1e21, "huge": 1.5e300, "small": 1.5e-7,
+    "decimal": 0.0000045, "unsafeInt": 2**53 + 1, "int20": 10**20, "int64": 2**64, "neg": -123.456e-10,
+}  # fmt: skip
+
+
+def edge_numbers() -> Scenario:
+    b = Builder(random.Random(12))
+    b.create()
+    b.user()
+    b.message({"role": "assistant", "content": [{"type": "toolCall", "id": "t", "name": "calc", "arguments": EDGE_NUMBERS}], "api": "anthropic-messages", "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2, "cost": dict(EDGE_NUMBERS)}, "stopReason": "toolUse", "timestamp": b._ts()})
+    b._append({"op": "appendCustomEntry", "customType": "numbers", "data": EDGE_NUMBERS}, "custom")
+    b._append({"op": "appendCompaction", "summary": "s", "firstKeptEntryId": {"$ref": 0}, "tokensBefore": 2**53 + 1, "details": EDGE_NUMBERS}, "compaction")
+    finish(b)
+    return {"name": "edge-numbers", "seed": 12, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 1}, "ops": b.ops}
+
+
 def all_scenarios(count: int = 40, base_seed: int = 1000, long: int = 3) -> list[Scenario]:
     """The tour, the label fork, `long` scenarios of 200 steps and `count` ordinary ones."""
-    fixed = [tour(), label_fork()]
+    fixed = [tour(), label_fork(), edge_strings(), edge_numbers()]
     longs = [dict(generate(base_seed - 1 - i, steps=200), name=f"long-{base_seed - 1 - i}") for i in range(long)]
     return fixed + longs + [generate(base_seed + i) for i in range(count)]
 
@@ -550,4 +582,4 @@ if __name__ == "__main__":
     import json
     import sys
 
-    json.dump(all_scenarios(int(sys.argv[1]) if len(sys.argv) > 1 else 40), sys.stdout, ensure_ascii=False)
+    json.dump(all_scenarios(int(sys.argv[1]) if len(sys.argv) > 1 else 40), sys.stdout)
