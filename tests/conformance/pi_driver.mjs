@@ -245,10 +245,23 @@ const OPS = {
   tree: (s) => tree(s.sm),
   entries: (s) => plain(s.sm.getEntries()),
   inspect: (_s, o) => inspect(o.path),
+  // SessionManager.list: what the daemon's session/list must report for the same directory.
+  list: async (_s, o) =>
+    (await SessionManager.list(o.cwd, o.sessionDir)).map((i) => ({
+      path: i.path,
+      id: i.id,
+      cwd: i.cwd,
+      name: i.name ?? null,
+      parentSession: i.parentSessionPath ?? null,
+      created: i.created.toISOString(),
+      modified: i.modified.toISOString(),
+      messageCount: i.messageCount,
+      firstMessage: i.firstMessage,
+    })),
   files: (s) => [...s.files],
 };
 
-function runScenario(scenario) {
+async function runScenario(scenario) {
   resetFakes(scenario);
   const state = { sm: null, created: [], files: [] };
   const results = [];
@@ -257,7 +270,7 @@ function runScenario(scenario) {
     const fn = OPS[op.op];
     try {
       if (!fn) throw new Error(`unknown op ${op.op}`);
-      results.push({ op: op.op, value: plain(fn(state, op)) });
+      results.push({ op: op.op, value: plain(await fn(state, op)) });
     } catch (err) {
       results.push({ op: op.op, error: String(err?.message ?? err) });
     }
@@ -267,4 +280,6 @@ function runScenario(scenario) {
 
 const input = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const scenarios = Array.isArray(input) ? input : [input];
-process.stdout.write(JSON.stringify(scenarios.map(runScenario)));
+const out = [];
+for (const scenario of scenarios) out.push(await runScenario(scenario));
+process.stdout.write(JSON.stringify(out));

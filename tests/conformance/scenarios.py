@@ -541,6 +541,24 @@ def edge_strings() -> Scenario:
     return {"name": "edge-strings", "seed": 11, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 1}, "ops": b.ops}
 
 
+def leniency() -> Scenario:
+    """Unusual calls pi accepts: labels on labels, blank names and summaries, equal timestamps.
+    (An unknown firstKeptEntryId is a documented difference, tested on its own.)"""
+    b = Builder(random.Random(13))
+    b.create()
+    b.user()
+    b.assistant()
+    b.user()
+    label = b._append({"op": "appendLabelChange", "targetId": {"$ref": 0}, "label": "first"}, "label")
+    b._append({"op": "appendLabelChange", "targetId": {"$ref": label.ref}, "label": "label on a label"}, "label")
+    b._append({"op": "appendSessionInfo", "name": ""}, "session_info")
+    b._append({"op": "branchWithSummary", "id": None, "summary": ""}, "branch_summary")
+    b._append({"op": "appendCompaction", "summary": "", "firstKeptEntryId": {"$ref": 0}, "tokensBefore": 0}, "compaction")
+    b.assistant()
+    finish(b)
+    return {"name": "leniency", "seed": 13, "clock": {"start": "2025-01-01T00:00:00.000Z", "stepMs": 0}, "ops": b.ops}
+
+
 # Numbers JavaScript and Python spell or round differently.
 EDGE_NUMBERS: dict[str, Any] = {
     "integralFloat": 3.0, "negZero": -0.0, "tiny": 5e-324, "big": 1e21, "huge": 1.5e300, "small": 1.5e-7,
@@ -561,7 +579,7 @@ def edge_numbers() -> Scenario:
 
 def all_scenarios(count: int = 40, base_seed: int = 1000, long: int = 3) -> list[Scenario]:
     """The tour, the label fork, `long` scenarios of 200 steps and `count` ordinary ones."""
-    fixed = [tour(), label_fork(), edge_strings(), edge_numbers()]
+    fixed = [tour(), label_fork(), leniency(), edge_strings(), edge_numbers()]
     longs = [dict(generate(base_seed - 1 - i, steps=200), name=f"long-{base_seed - 1 - i}") for i in range(long)]
     return fixed + longs + [generate(base_seed + i) for i in range(count)]
 
@@ -574,8 +592,10 @@ ALL_OPS = {
     "create", "open", "appendMessage", "appendThinkingLevelChange", "appendModelChange", "appendCompaction",
     "appendCustomEntry", "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branch",
     "resetLeaf", "branchWithSummary", "createBranchedSession", "forkFrom", "file", "leaf", "contexts",
-    "tree", "entries", "inspect", "files", "name", "setClock",
-}  # fmt: skip
+    "tree", "entries", "inspect", "files", "name", "setClock", "list",
+}
+# Ops the tests add themselves (they need the daemon's directories).
+TEST_OPS = {"list"}  # fmt: skip
 
 
 if __name__ == "__main__":

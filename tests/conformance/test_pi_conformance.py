@@ -248,7 +248,7 @@ def forward(pi: PiDriver, sessions_root: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_scenarios_cover_every_operation() -> None:
-    assert ops_used(SCENARIOS) == ALL_OPS
+    assert ops_used(SCENARIOS) == ALL_OPS - _scenarios.TEST_OPS
 
 
 def test_driver_is_repeatable(pi: PiDriver, tmp_path: Path) -> None:
@@ -649,6 +649,59 @@ def compare_probes(
             report.check("", norm(p["value"]), norm(o["value"]))
 
 
+LIST_KEYS = ("id", "cwd", "name", "parentSession", "created", "modified", "messageCount", "firstMessage")
+
+
+def test_session_list_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, daemon: Daemon) -> None:
+    """session/list over the daemon's files against pi's SessionManager.list of the same directory."""
+    report = Report("session/list")
+    by_cwd: dict[str, Path] = {}
+    for rev in reverse.values():
+        for result in rev.run.results:
+            if result["op"] in ("create", "forkFrom", "createBranchedSession") and "value" in result:
+                by_cwd[result["value"]["header"]["cwd"]] = Path(result["value"]["file"]).parent
+    assert by_cwd, "the reverse runs created files"
+    ops = [{"op": "list", "cwd": cwd, "sessionDir": str(directory)} for cwd, directory in by_cwd.items()]
+    pi_lists = [r["value"] for r in pi.run([{"name": "list", "ops": ops}])[0]["results"]]
+    for (cwd, _), pi_list in zip(by_cwd.items(), pi_lists):
+        ours = {s["path"]: s for s in daemon.request("session/list", {"cwd": cwd})["sessions"]}
+        assert pi_list, f"pi lists no session for {cwd}"
+        report.check(f"cwd={cwd} paths ", sorted(s["path"] for s in pi_list), sorted(ours))
+        for item in pi_list:
+            report.where = f"session/list {Path(item['path']).name}"
+            got = ours.get(item["path"], {})
+            report.check("", norm({k: item[k] for k in LIST_KEYS}), norm({k: got.get(k) for k in LIST_KEYS}))
+        report.check(f"cwd={cwd} order ", [s["path"] for s in pi_list], [s["path"] for s in daemon.request("session/list", {"cwd": cwd})["sessions"]])
+    report.assert_clean()
+
+
+# --------------------------------------------------------------------------- documented differences, asserted as documented
+
+
+def test_documented_api_differences(pi: PiDriver, daemon: Daemon, tmp_path: Path) -> None:
+    """protocol.md: pi accepts an unknown firstKeptEntryId and falls back to the last entry for an
+    unknown leaf; the daemon answers -32011 to both."""
+    user = {"role": "user", "content": "q", "timestamp": 1}
+    ops = [
+        {"op": "create", "cwd": "/p", "sessionDir": str(tmp_path)},
+        {"op": "appendMessage", "message": user},
+        {"op": "appendCompaction", "summary": "s", "firstKeptEntryId": "nope0000", "tokensBefore": 1},
+    ]
+    pi_results = pi.run([{"name": "api", "ops": ops}])[0]["results"]
+    assert all("value" in r for r in pi_results), "pi accepts an unknown firstKeptEntryId"
+    sid = daemon.request("session/create", {"cwd": "/p"})["sessionId"]
+    daemon.request("session/append", {"sessionId": sid, "entry": {"type": "message", "message": user}})
+    compaction = {"type": "compaction", "summary": "s", "firstKeptEntryId": "nope0000", "tokensBefore": 1}
+    for method, params in [
+        ("session/append", {"sessionId": sid, "entry": compaction}),
+        ("session/context", {"sessionId": sid, "leafId": "nope0000"}),
+    ]:
+        with pytest.raises(daemon.Error) as refused:
+            daemon.request(method, params)
+        assert refused.value.code == -32011, method
+    daemon.request("session/close", {"sessionId": sid})
+
+
 # --------------------------------------------------------------------------- migration and the quirk cases pi reads sanely
 
 MIGRATION_CASES = ["17-v1.jsonl", "18-v1-malformed.jsonl", "19-v2-hookMessage.jsonl"]
@@ -681,6 +734,31 @@ def test_daemon_reads_quirk_cases_as_pi(case: str, case_views: dict[str, Any], d
     report = Report(case)
     leaves = open_and_compare(daemon, str(copy), case_views[case], report)
     tally.add("quirk cases read as pi", leaves, not report.lines)
+    report.assert_clean()
+
+
+DUPLICATE_ID_CASES = ["10-duplicate-id-exact.jsonl", "11-duplicate-id-conflict.jsonl"]
+
+
+@pytest.mark.parametrize("case", DUPLICATE_ID_CASES)
+def test_daemon_reads_duplicate_ids_as_documented(case: str, pi: PiDriver, daemon: Daemon, sessions_root: Path, tally: Tally) -> None:
+    """The later line wins in lookups as in pi (same contexts); the tree shows each id once."""
+    copy = sessions_root / "cases-dup" / case
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CASES / case, copy)
+    pi_view = pi.run([{"name": case, "ops": [{"op": "inspect", "path": str(copy)}]}])[0]["results"][0]["value"]
+    report = Report(case)
+    opened = daemon.request("session/open", {"path": str(copy)})
+    try:
+        ours = daemon_view(daemon, opened["sessionId"], list(pi_view["contexts"]["byLeaf"]))
+    finally:
+        daemon.request("session/close", {"sessionId": opened["sessionId"]})
+    for leaf, ctx in pi_view["contexts"]["byLeaf"].items():
+        report.check(f"context(leaf={leaf}) ", context_view(ctx), context_view(ours["contexts"]["byLeaf"][leaf]))
+    report.check("context(default) ", context_view(pi_view["contexts"]["default"]["context"]), context_view(ours["contexts"]["default"]["context"]))
+    tree_ids = [n["id"] for n in ours["tree"]]
+    report.check("tree ids (each once) ", sorted(set(e["id"] for e in pi_view["entries"])), sorted(tree_ids))
+    tally.add("duplicate ids (contexts as pi)", len(pi_view["contexts"]["byLeaf"]) + 1, not report.lines)
     report.assert_clean()
 
 
