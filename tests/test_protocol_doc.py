@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from sessiontree.errors import ALL_ERRORS
-from sessiontree.protocol import METHODS, to_camel
+from sessiontree.protocol import METHODS, NOTIFICATIONS, to_camel
 from support.replay import INITIALIZE, Daemon, replay
 
 PROTOCOL_MD = Path(__file__).resolve().parent.parent / "protocol.md"
@@ -29,8 +29,17 @@ _ERROR_ROW_RE = re.compile(r"^\| (-\d+) \| (\w+) \|", re.M)
 
 
 
-def sections() -> dict[str, str]:
+def all_sections() -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _SECTION_RE.finditer(PROTOCOL_MD.read_text())}
+
+
+def sections() -> dict[str, str]:
+    """The requests' sections (a notification's section opens with `*Notification*`)."""
+    return {name: body for name, body in all_sections().items() if not body.lstrip().startswith("*Notification*")}
+
+
+def notification_sections() -> dict[str, str]:
+    return {name: body for name, body in all_sections().items() if body.lstrip().startswith("*Notification*")}
 
 
 def example_messages(body: str) -> list[Any]:
@@ -62,6 +71,17 @@ def registered_methods() -> set[str]:
 
 def test_documented_methods_match_the_wire_types_table() -> None:
     assert sorted(sections()) == sorted(METHODS)
+
+
+def test_documented_notifications_match_the_wire_types_table() -> None:
+    assert sorted(notification_sections()) == sorted(NOTIFICATIONS)
+
+
+@pytest.mark.parametrize("method", sorted(NOTIFICATIONS))
+def test_every_notification_field_is_documented(method: str) -> None:
+    body = notification_sections()[method]
+    missing = [to_camel(f.name) for f in attrs.fields(NOTIFICATIONS[method]) if not re.search(rf"\b{to_camel(f.name)}\??:", body)]
+    assert missing == [], f"{method}: fields not named in its section of protocol.md"
 
 
 def test_registered_handlers_match_the_wire_types_table() -> None:

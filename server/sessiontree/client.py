@@ -257,6 +257,12 @@ class SessionTreeClient:
     async def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
         return await self.call("session/setName", params)
 
+    async def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
+        return await self.call("session/subscribe", params)
+
+    async def unsubscribe(self, params: protocol.SessionParams) -> None:
+        return await self.call("session/unsubscribe", params)
+
 
 class SyncSessionTreeClient:
     """The same client for code without an event loop (the CLI)."""
@@ -325,3 +331,9 @@ class SyncSessionTreeClient:
 
     def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
         return self._run(self.client.set_name(params))
+
+    def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
+        return self._run(self.client.subscribe(params))
+
+    def unsubscribe(self, params: protocol.SessionParams) -> None:
+        return self._run(self.client.unsubscribe(params))

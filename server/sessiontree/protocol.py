@@ -258,6 +258,23 @@ class ForkResult:
 
 
 @attrs.define
+class SubscribeResult:
+    leaf_id: str | None
+    cursor: str | None
+
+
+@attrs.define
+class DidChangeParams:
+    """Entries another process appended, as this daemon took them in."""
+
+    session_id: str
+    entries: list[JsonObject]
+    leaf_id: str | None
+    cursor: str | None
+    leaf_moved: bool
+
+
+@attrs.define
 class MethodTypes:
     params: type
     result: type | None
@@ -278,6 +295,13 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),
     "session/label": MethodTypes(LabelParams, AppendResult, "Set or clear the label of an entry."),
     "session/setName": MethodTypes(SetNameParams, AppendResult, "Set or clear the session's name."),
+    "session/subscribe": MethodTypes(SessionParams, SubscribeResult, "Watch the file for other writers."),
+    "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
+}
+
+# Notifications the daemon sends, by method, with their params class.
+NOTIFICATIONS: Final[dict[str, type]] = {
+    "session/didChange": DidChangeParams,
 }
 
 

@@ -44,7 +44,7 @@ from pygls.protocol import (
 
 from .config import ServerConfig, parse_init_options, resolve_durability, resolve_sessions_dir
 from .errors import InvalidParams, SessionTreeError
-from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
+from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, DidChangeParams, parse_params, to_wire
 from .rpc import envelope
 from .rpc.envelope import Invalid, Notification, Request, Response
 from .rpc.framing import Event, Frame, Rejected
@@ -65,6 +65,8 @@ CANCEL_REQUEST: Final = "$/cancelRequest"
 PYGLS_NOTIFICATIONS: Final = frozenset({types.SET_TRACE, types.WINDOW_WORK_DONE_PROGRESS_CANCEL})
 NO_OP_NOTIFICATIONS: Final = frozenset({types.INITIALIZED, CANCEL_REQUEST})
 PARENT_POLL_SECONDS: Final = 2.0
+WATCH_SECONDS: Final = 0.2  # how often subscribed session files are checked for other writers
+DID_CHANGE: Final = "session/didChange"
 
 
 def capabilities() -> dict[str, Any]:
@@ -113,6 +115,7 @@ class SessionTreeProtocol(LanguageServerProtocol):
         self.channel: StdioChannel | None = None
         self.exit_code: asyncio.Future[int] | None = None
         self._parent_watch: asyncio.TimerHandle | None = None
+        self._file_watch: asyncio.TimerHandle | None = None
         super().__init__(server, converter)
 
     # ----------------------------------------------------------------- routing
@@ -246,7 +249,8 @@ class SessionTreeProtocol(LanguageServerProtocol):
         options = parse_init_options(params.initialization_options)
         root = resolve_sessions_dir(self.settings.sessions_dir, os.environ, options)
         durability = resolve_durability(self.settings.durability, options)
-        self.service = SessionService(ServiceConfig(sessions_dir=root, durability=durability))
+        self.service = SessionService(ServiceConfig(sessions_dir=root, durability=durability), self._did_change)
+        self._watch_files()
         log.info("serving sessions under %s (durability %s)", root, durability)
         self.client_capabilities = params.capabilities
         self._server.process_id = params.process_id
@@ -286,6 +290,21 @@ class SessionTreeProtocol(LanguageServerProtocol):
         if self.service is not None:
             self.service.close_all()
 
+    def _did_change(self, change: DidChangeParams) -> None:
+        """Tell the client about entries another process appended (see the service's listener)."""
+        self.notify(DID_CHANGE, to_wire(change))
+
+    def _watch_files(self) -> None:
+        """Check subscribed session files for other writers, so a tree view stays live unasked."""
+
+        def tick() -> None:
+            if self.service is not None and not self._shutdown:
+                self.service.poll()
+            self._file_watch = loop.call_later(WATCH_SECONDS, tick)
+
+        loop = asyncio.get_running_loop()
+        self._file_watch = loop.call_later(WATCH_SECONDS, tick)
+
     def _watch_parent(self, pid: int) -> None:
         """Exit when the editor that started us is gone (it may die without closing our stdin)."""
 
@@ -307,8 +326,9 @@ class SessionTreeProtocol(LanguageServerProtocol):
         self.channel = StdioChannel(self, self.settings.max_message_bytes, recorder)
         await self.channel.open(read_fd, write_fd)
         code = await self.exit_code
-        if self._parent_watch is not None:
-            self._parent_watch.cancel()
+        for watch in (self._parent_watch, self._file_watch):
+            if watch is not None:
+                watch.cancel()
         await self.channel.close()
         self.close_sessions()
         return code

@@ -15,18 +15,32 @@ from typing import Any
 import attrs
 
 from . import jsonfmt, protocol
-from .entries import js_trim, now_iso, validate_entry
-from .errors import InvalidParams, SessionExists, SessionNotFound, StorageError
+from .entries import Node, js_trim, now_iso, validate_entry
+from .errors import (
+    InvalidParams,
+    SessionExists,
+    SessionNotFound,
+    SessionTreeError,
+    StorageError,
+)
 from .listing import list_sessions, session_files
 from .paths import SessionsRoot, check_session_id, file_name, new_session_id
 from .protocol import UNSET, AppendedEntry, AppendResult, Warning
-from .store import Appended, Durability, FileStorage, Session, file_version, migrate_file
+from .store import (
+    Appended,
+    Durability,
+    FileStorage,
+    Session,
+    file_version,
+    migrate_file,
+)
 from .store.storage import fsync_directory
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.fork import all_lines, branched_lines
 from .tree.preview import preview
 
 Progress = Callable[[int, int], None]
+ChangeListener = Callable[[protocol.DidChangeParams], None]
 
 
 @attrs.define
@@ -38,9 +52,11 @@ class ServiceConfig:
 class OpenSession:
     """A session this daemon has open, with what it caches about it."""
 
-    def __init__(self, session: Session, path: Path) -> None:
+    def __init__(self, session: Session, path: Path, listener: ChangeListener | None) -> None:
         self.session = session
         self.path = path
+        self.listener = listener
+        self.subscribed = False
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
 
@@ -49,9 +65,26 @@ class OpenSession:
         return self.session.header["id"]
 
     def sync(self) -> None:
-        """Take in what other processes appended; cached projections may no longer hold."""
-        if self.session.refresh():
-            self.context_cache.clear()
+        """Take in what other processes appended, and tell the listener."""
+        leaf = self.session.index.leaf_id
+        self.took_in(self.session.refresh(), leaf)
+
+    def took_in(self, nodes: list[Node], leaf_before: str | None) -> None:
+        """Other writers' entries arrived: cached projections may no longer hold."""
+        if not nodes:
+            return
+        self.context_cache.clear()
+        if self.listener is not None:
+            index = self.session.index
+            self.listener(
+                protocol.DidChangeParams(
+                    session_id=self.id,
+                    entries=[self.session.entry(node) for node in nodes],
+                    leaf_id=index.leaf_id,
+                    cursor=index.cursor,
+                    leaf_moved=index.leaf_id != leaf_before,
+                )
+            )
 
     def preview(self, node: Any) -> str | None:
         if node.offset not in self.previews:
@@ -60,8 +93,10 @@ class OpenSession:
 
 
 class SessionService:
-    def __init__(self, config: ServiceConfig) -> None:
+    def __init__(self, config: ServiceConfig, listener: ChangeListener | None = None) -> None:
+        """`listener` hears about entries other processes appended to an open session."""
         self.config = config
+        self.listener = listener
         self.root = SessionsRoot(config.sessions_dir)
         self._sessions: dict[str, OpenSession] = {}
         self._by_path: dict[Path, OpenSession] = {}
@@ -109,7 +144,7 @@ class SessionService:
             session = Session.load(FileStorage(path, self.config.durability))
         except OSError as exc:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
-        opened = OpenSession(session, path)
+        opened = OpenSession(session, path, self.listener)
         if opened.id in self._sessions:
             session.close()
             raise SessionExists(
@@ -145,6 +180,22 @@ class SessionService:
             name=index.name,
             cursor=index.cursor,
         )
+
+    def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
+        """Watch the file: `poll` then reports other writers' entries without a request."""
+        opened = self._synced(params.session_id)
+        opened.subscribed = True
+        return protocol.SubscribeResult(opened.session.index.leaf_id, opened.session.index.cursor)
+
+    def unsubscribe(self, params: protocol.SessionParams) -> None:
+        self._get(params.session_id).subscribed = False
+
+    def poll(self) -> None:
+        """Take in other writers' entries for every subscribed session (the listener hears of them)."""
+        for opened in list(self._sessions.values()):
+            if opened.subscribed:
+                with contextlib.suppress(SessionTreeError):  # a rewritten file is reported on the next request
+                    opened.sync()
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
         if params.cwd is not None:
@@ -184,9 +235,10 @@ class SessionService:
         expected_leaf: protocol.MaybeId = UNSET,
         sources: list[str] | None = None,
     ) -> AppendResult:
+        opened.sync()  # report other writers' entries as they stand before this append
+        leaf_before = opened.session.index.leaf_id
         written, others = opened.session.append(entries, parent, expected_leaf, sources)
-        if others:
-            opened.context_cache.clear()
+        opened.took_in(others, leaf_before)  # any that slipped in since, taken in under the lock
         for appended in written:
             opened.context_cache.extend(appended.node, appended.entry)
         return _append_result(written, opened.session.index.leaf_id)

@@ -174,6 +174,8 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/append", {"sessionId": sid, "entries": [note], "expectedLeafId": level["id"]})
     d.result("session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     d.result("session/setName", {"sessionId": sid, "name": "  Demo session  "})
+    d.result("session/subscribe", {"sessionId": sid})
+    d.result("session/unsubscribe", {"sessionId": sid})
     d.result("session/context", {"sessionId": sid})
     d.result("session/context", {"sessionId": sid, "format": "llm"})
     d.result("session/context", {"sessionId": sid, "leafId": None})
@@ -361,6 +363,8 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
     call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
+    call("session/subscribe", "session/subscribe", {"sessionId": sid})
+    call("session/unsubscribe", "session/unsubscribe", {"sessionId": sid})
     assert d.stop() == 0
     return sections
 
