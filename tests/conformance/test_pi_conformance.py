@@ -38,7 +38,7 @@ def _load_scenarios() -> Any:
 _scenarios = _load_scenarios()
 ALL_OPS, all_scenarios, ops_used = _scenarios.ALL_OPS, _scenarios.all_scenarios, _scenarios.ops_used
 
-CASES = Path("/work/shared/pi-quirks/cases")
+CASES = Path(__file__).resolve().parent.parent / "fixtures" / "pi-quirks"  # pi-quirks/cases, as committed
 SCENARIO_COUNT = int(os.environ.get("SESSIONTREE_CONFORMANCE_SCENARIOS", "100"))
 SCENARIOS = all_scenarios(SCENARIO_COUNT)
 BY_NAME = {s["name"]: s for s in SCENARIOS}
