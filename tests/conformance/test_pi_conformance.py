@@ -785,39 +785,24 @@ def test_daemon_migrates_like_pi(case: str, case_views: dict[str, Any], daemon: 
     backups = list(copy.parent.glob(copy.stem + "*.bak")) + list(copy.parent.glob(copy.name + "*.bak"))
     if not any(b.read_bytes() == (CASES / case).read_bytes() for b in backups):
         report.fail("no .bak copy of the original next to the migrated file (protocol.md)")
-    report.check("migrated lines (ids by position) ", _canonical_lines(pi_view["raw"], {}), _canonical_lines(migrated, {v: k for k, v in ids.items()}))
+    report.check("migrated lines (ids by position) ", _canonical_lines(pi_view["raw"], ids), _canonical_lines(migrated, {}))
     # pi must take the daemon's migrated file as current: no second rewrite, same answers.
     read_back = pi.run([{"name": case, "ops": [{"op": "inspect", "path": str(copy)}]}])[0]["results"][0]["value"]
     if read_back["raw"] != migrated:
         report.fail("pi rewrote the daemon's migrated file: it does not consider it current")
-    opened = daemon.request("session/open", {"path": str(copy)})
-    try:
-        ours = daemon_view(daemon, opened["sessionId"], [e["id"] for e in read_back["entries"]])
-        leaves += compare_views(report, read_back, ours)
-    finally:
-        daemon.request("session/close", {"sessionId": opened["sessionId"]})
+    leaves += open_and_compare(daemon, str(copy), read_back, report)
     tally.add("v1/v2 migration", leaves, not report.lines)
     report.assert_clean()
 
 
 def _canonical_lines(raw: str, ids: dict[str, str]) -> list[Any]:
-    """Parsed lines with key order kept (as lists of pairs) and ids renamed; unparsable lines skipped
-    (pi deletes them, the daemon keeps them: a documented difference)."""
+    """Each line as [its keys in order, its value with ids renamed]. Unparsable lines are skipped:
+    pi deletes them in a migration, the daemon keeps them (a documented difference)."""
     out = []
-    for line in raw.split("\n"):
-        if not line:
-            continue
+    for line in filter(None, raw.split("\n")):
         try:
-            value = json.loads(line, object_pairs_hook=list)
+            value = json.loads(line)
         except json.JSONDecodeError:
             continue
-        out.append(_rename_pairs(value, ids))
+        out.append([list(value), _map_ids(value, ids)])
     return out
-
-
-def _rename_pairs(value: Any, ids: dict[str, str]) -> Any:
-    if isinstance(value, list) and all(isinstance(p, tuple) for p in value):
-        return [[k, ids.get(v, v) if k in ("id", "parentId", "firstKeptEntryId") and isinstance(v, str) else _rename_pairs(v, ids)] for k, v in value]
-    if isinstance(value, list):
-        return [_rename_pairs(v, ids) for v in value]
-    return value
