@@ -1,0 +1,104 @@
+// One benchmark round on pi's own SessionManager, in-process.
+//
+// Usage: node --expose-gc --max-old-space-size=8192 pi_bench.mjs CONFIG_JSON
+//   {"mode": "session", "file": PATH, "reps": 5, "sequential": 1000, "pipelined": 10000, "payload": 1000}
+//   {"mode": "list", "dir": PATH, "cwd": "/bench/list"}
+// Prints one JSON document: {"ops": {op: {"ms": [...], "peakMb": n}}, "peakMb": n}.
+// Slow operations (open, fork, reopen, appends) run once per process: the runner
+// repeats whole rounds in fresh processes and takes medians. Fast ones run once to
+// warm up, then `reps` times.
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const PI_DIR = process.env.PI_PACKAGE_DIR ?? join(HERE, "..", "conformance", "node_modules", "@mariozechner", "pi-coding-agent");
+const { SessionManager } = await import(pathToFileURL(join(PI_DIR, "dist", "core", "session-manager.js")).href);
+
+const config = JSON.parse(process.argv[2]);
+const ops = {};
+
+function peakMb() {
+  return process.resourceUsage().maxRSS / 1024; // maxRSS is in KiB
+}
+
+function collect() {
+  globalThis.gc?.();
+}
+
+/** Time `fn` once in milliseconds; garbage from earlier steps is collected first, untimed. */
+async function timeOnce(fn) {
+  collect();
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+function record(op, ms) {
+  ops[op] = { ms, peakMb: peakMb() };
+}
+
+async function repeated(op, fn, reps, firstOp) {
+  const first = await timeOnce(fn); // warm-up
+  if (firstOp) record(firstOp, [first]);
+  const ms = [];
+  for (let i = 0; i < reps; i++) ms.push(await timeOnce(fn));
+  record(op, ms);
+}
+
+function message(payload, n) {
+  const text = `message ${n} `.padEnd(payload, "lorem ipsum dolor sit amet ");
+  return { role: "user", content: [{ type: "text", text }], timestamp: 1767225600000 + n };
+}
+
+/** createBranchedSession switches the manager to the new file: put the old session back. */
+function forkAndRestore(sm, leafId) {
+  const saved = { fileEntries: sm.fileEntries, sessionId: sm.sessionId, sessionFile: sm.sessionFile, flushed: sm.flushed };
+  const forked = sm.createBranchedSession(leafId);
+  Object.assign(sm, saved);
+  sm._buildIndex();
+  return forked;
+}
+
+async function sessionRound() {
+  const file = config.file;
+  let sm;
+  record("open", [await timeOnce(() => { sm = SessionManager.open(file); })]);
+  const leafId = sm.getLeafId();
+  await repeated("context", () => sm.buildSessionContext(), config.reps, "context_first");
+  await repeated("tree", () => sm.getTree(), config.reps, "tree_first");
+  await repeated("path", () => sm.getBranch(leafId), config.reps);
+  let forked;
+  record("fork", [await timeOnce(() => { forked = forkAndRestore(sm, leafId); })]);
+  if (forked) rmSync(forked, { force: true });
+  sm = null;
+  collect();
+  record("reopen", [await timeOnce(() => { sm = SessionManager.open(file); })]);
+
+  let n = 0;
+  const afterAppend = [];
+  sm.appendMessage(message(config.payload, n++));
+  sm.buildSessionContext(); // warm-up
+  for (let i = 0; i < config.reps; i++) {
+    sm.appendMessage(message(config.payload, n++));
+    afterAppend.push(await timeOnce(() => sm.buildSessionContext()));
+  }
+  record("context_after_append", afterAppend);
+
+  const batch = (count) => Array.from({ length: count }, () => message(config.payload, n++));
+  const sequential = batch(config.sequential);
+  record("append_seq", [await timeOnce(() => { for (const m of sequential) sm.appendMessage(m); })]);
+  // In-process there is nothing to pipeline: the same calls, ten times as many.
+  const pipelined = batch(config.pipelined);
+  record("append_pipelined", [await timeOnce(() => { for (const m of pipelined) sm.appendMessage(m); })]);
+}
+
+async function listRound() {
+  let sessions;
+  record("list", [await timeOnce(async () => { sessions = await SessionManager.list(config.cwd, config.dir); })]);
+  ops.list.count = sessions.length;
+}
+
+if (config.mode === "list") await listRound();
+else await sessionRound();
+process.stdout.write(JSON.stringify({ ops, peakMb: peakMb() }) + "\n");
