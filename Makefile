@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo test test-slow node clean
+.PHONY: setup demo test test-slow node bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ test: setup node
 # The long-running variants (more random conformance scenarios, bigger sweeps).
 test-slow: setup node
 	SESSIONTREE_CONFORMANCE_SCENARIOS=200 $(PY) -m pytest -q -m 'slow or not slow'
+
+# The daemon against pi's SessionManager: prints one table (see BENCHMARKS.md). Data goes to /tmp.
+bench: setup node
+	$(PY) tests/benchmarks/run.py
+
+bench-quick: setup node
+	$(PY) tests/benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) $(CONFORMANCE)/node_modules
