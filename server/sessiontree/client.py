@@ -20,9 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-import orjson
-
-from . import protocol
+from . import jsonfmt, protocol
 from .errors import ALL_ERRORS, SessionTreeError
 from .protocol import converter, to_wire
 from .rpc.framing import Frame, FrameDecoder, Rejected
@@ -157,7 +155,7 @@ class SessionTreeClient:
     def _write(self, message: dict[str, Any]) -> None:
         if self._process is None or self._process.stdin is None or self._process.stdin.is_closing():
             raise DaemonGone(self._gone_message())
-        body = orjson.dumps(message)
+        body = jsonfmt.dumps_wire(message)
         self._process.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
 
     async def _read_frames(self) -> None:

@@ -15,7 +15,6 @@ import attrs
 from .errors import InvalidParams
 from .store import Durability
 
-
 SESSIONS_DIR_ENV: Final = "SESSIONTREE_SESSIONS_DIR"
 DEFAULT_SESSIONS_DIR: Final = Path("~/.pi/agent/sessions")
 DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024  # 64 MiB: far above any real entry

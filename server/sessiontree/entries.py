@@ -183,10 +183,8 @@ def decode_skeleton(line: bytes | memoryview, offset: int, seq: int) -> Node:
     """Decode one entry line into a Node, raising SkeletonError if it is not an entry."""
     try:
         skel = _skeleton_decoder.decode(line)
-    except msgspec.ValidationError:
+    except msgspec.MsgspecError:  # unexpected field types, or invalid UTF-8 in a decoded field
         return _decode_skeleton_slowly(line, offset, seq)
-    except msgspec.DecodeError as exc:
-        raise SkeletonError(f"not valid JSON: {exc}") from None
     role = None
     setting: Any = None
     message = skel.message

@@ -6,18 +6,25 @@ integral floats (`1.0` prints as `1`) and its own rule for when to use an
 exponent (`0.0000045` but `1e-7`, `100000000000000000000` but `1e+21`). Both
 print the shortest digits that read back as the same double, so only the layout
 of those digits has to be redone.
+
+Strings may hold lone UTF-16 surrogates: JavaScript writes them as `\ud83d` escapes
+(half of an emoji cut by `slice`). orjson refuses them both ways, so those rare
+values take a slower path through the standard library, which keeps them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
-# orjson writes every float with a "." or an exponent; no match means no float to redo.
-_MAYBE_FLOAT = re.compile(rb"[0-9][.eE]")
+# orjson writes every float with a "." or an exponent, and an integer JavaScript cannot hold
+# exactly has at least 16 digits; no match means no number to redo.
+_MAYBE_JS_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{16}")
+_MAX_SAFE_INTEGER = 2**53 - 1  # beyond it, JSON.parse rounds integers to the nearest double
 
 
 def js_number(value: float) -> str:
@@ -46,19 +53,33 @@ def _layout(digits: str, point: int) -> str:
     return f"{mantissa}e{'+' if point > 0 else '-'}{abs(point - 1)}"
 
 
-def _has_float(value: Any) -> bool:
-    if type(value) is float:
+def _is_unsafe_integer(value: Any) -> bool:
+    return type(value) is int and abs(value) > _MAX_SAFE_INTEGER
+
+
+def _has_js_number(value: Any) -> bool:
+    """A float, or an integer JavaScript would round: a number JavaScript spells differently."""
+    if type(value) is float or _is_unsafe_integer(value):
         return True
     if type(value) is dict:
-        return any(_has_float(item) for item in value.values())
+        return any(_has_js_number(item) for item in value.values())
     if type(value) is list:
-        return any(_has_float(item) for item in value)
+        return any(_has_js_number(item) for item in value)
     return False
+
+
+def _as_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # JavaScript reads it as Infinity, which JSON.stringify writes as null
+        return float("inf") if value > 0 else float("-inf")
 
 
 def _with_js_numbers(value: Any) -> Any:
     if type(value) is float:
         return orjson.Fragment(js_number(value))
+    if _is_unsafe_integer(value):
+        return orjson.Fragment(js_number(_as_double(value)))
     if type(value) is dict:
         return {key: _with_js_numbers(item) for key, item in value.items()}
     if type(value) is list:
@@ -68,14 +89,80 @@ def _with_js_numbers(value: Any) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Serialize like JavaScript's `JSON.stringify` (compact, unescaped non-ASCII, JS numbers)."""
-    data = orjson.dumps(value)
-    if _MAYBE_FLOAT.search(data) and _has_float(value):
+    try:
+        data = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _dumps_slowly(value)
+    if _MAYBE_JS_NUMBER.search(data) and _has_js_number(value):
         data = orjson.dumps(_with_js_numbers(value))
     return data
 
 
+def dumps_wire(value: Any) -> bytes:
+    """Serialize a protocol message: as fast as orjson allows, any string JavaScript could send."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _dumps_slowly(value)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a Python str holds a surrogate only when it is lone
+
+
+def _js_string(text: str) -> str:
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def _encode(value: Any) -> str:
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if type(value) is str:
+        return _js_string(value)
+    if type(value) is float:
+        return js_number(value)
+    if type(value) is int:
+        return js_number(_as_double(value)) if _is_unsafe_integer(value) else str(value)
+    if type(value) is list:
+        return "[" + ",".join(_encode(item) for item in value) + "]"
+    if type(value) is dict:
+        return "{" + ",".join(f"{_js_string(str(key))}:{_encode(item)}" for key, item in value.items()) + "}"
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _dumps_slowly(value: Any) -> bytes:
+    """What orjson refuses (lone surrogates, integers beyond 64 bits), written as JavaScript would."""
+    return _encode(value).encode()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    return orjson.loads(data)
+    """Parse a line of a file; invalid UTF-8 becomes U+FFFD, as Node's `readFileSync(path, "utf8")` makes it."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
+        return _loads_slowly(text)
+
+
+def loads_wire(data: bytes | bytearray | memoryview) -> Any:
+    """Parse a protocol message: strict UTF-8, but lone surrogate escapes as JavaScript sends them."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _loads_slowly(bytes(data).decode("utf-8"))  # UnicodeDecodeError is a ValueError too
+
+
+def _loads_slowly(text: str) -> Any:
+    if "\\u" not in text:
+        return orjson.loads(text)  # only the UTF-8 was broken, or it raises again
+    try:  # a lone surrogate escape, which JavaScript writes and orjson refuses
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise orjson.JSONDecodeError(str(exc), text, 0) from None
 
 
 JSONDecodeError = orjson.JSONDecodeError

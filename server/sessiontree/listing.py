@@ -29,13 +29,6 @@ class _Message(msgspec.Struct, gc=False):
     content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
-class _Line(msgspec.Struct, gc=False):
-    type: Any = None
-    timestamp: Any = None
-    name: Any = None
-    message: Any = None
-
-
 class _LineWithMessage(msgspec.Struct, gc=False):
     type: Any = None
     timestamp: Any = None
@@ -44,7 +37,23 @@ class _LineWithMessage(msgspec.Struct, gc=False):
 
 
 _decode_line = msgspec.json.Decoder(_LineWithMessage).decode
-_decode_loose = msgspec.json.Decoder(_Line).decode
+
+
+def _generic(line: bytes) -> _LineWithMessage | None:
+    """The slow path: decode the whole line leniently, keep the fields a summary needs."""
+    try:
+        fields = jsonfmt.loads(line)
+    except jsonfmt.JSONDecodeError:
+        return None
+    if not isinstance(fields, dict):
+        return None
+    entry = _LineWithMessage(fields.get("type"), fields.get("timestamp"), fields.get("name"))
+    message = fields.get("message")
+    if isinstance(message, dict):
+        content = message.get("content", msgspec.UNSET)
+        raw = msgspec.UNSET if content is msgspec.UNSET else msgspec.Raw(jsonfmt.dumps_wire(content))
+        entry.message = _Message(message.get("role"), message.get("timestamp"), raw)
+    return entry
 
 
 def _text_of(raw_content: msgspec.Raw) -> str:
@@ -77,10 +86,8 @@ class _Summary:
     def add(self, line: bytes) -> None:
         try:
             entry = _decode_line(line)
-        except msgspec.ValidationError:
-            entry = self._loose(line)
-        except msgspec.DecodeError:
-            return
+        except msgspec.MsgspecError:  # odd field types, lone surrogates, broken UTF-8, not JSON
+            entry = _generic(line)
         if entry is None:
             return
         if entry.type == "session_info":
@@ -96,14 +103,6 @@ class _Summary:
         self._note_activity(message, entry.timestamp)
         if not self.first_message and message.role == "user":
             self.first_message = _text_of(message.content)
-
-    def _loose(self, line: bytes) -> Any:
-        try:
-            entry = _decode_loose(line)
-        except msgspec.MsgspecError:
-            return None
-        entry.message = None  # a message of an unexpected shape counts, but has no text
-        return entry
 
     def _note_activity(self, message: _Message, entry_timestamp: Any) -> None:
         stamp = message.timestamp

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sessiontree.entries import build_line, iso_to_ms, js_trim, now_iso, validate_entry
 from sessiontree.errors import InvalidParams
-from sessiontree.jsonfmt import dumps, js_number
+from sessiontree.jsonfmt import dumps, js_number, loads, loads_wire
 
 # Inputs and what node's JSON.stringify(JSON.parse(input)) printed for them.
 NUMBERS = (
@@ -28,10 +28,23 @@ def test_numbers_are_spelled_as_javascript_spells_them() -> None:
 
 
 def test_strings_are_escaped_as_javascript_escapes_them() -> None:
-    value = {"a": "\x01\x1f\x7f\u2028 é 😀 \"\\/\n\t", "n": None, "b": [True, False], "i": 123456789012345678}
+    value = {"a": "\x01\x1f\x7f\u2028 é 😀 \"\\/\n\t", "n": None, "b": [True, False], "lone": "x\ud83d"}
     assert dumps(value) == (
-        '{"a":"\\u0001\\u001f\x7f\u2028 é 😀 \\"\\\\/\\n\\t","n":null,"b":[true,false],"i":123456789012345678}'
+        '{"a":"\\u0001\\u001f\x7f\u2028 é 😀 \\"\\\\/\\n\\t","n":null,"b":[true,false],"lone":"x\\ud83d"}'
     ).encode()
+
+
+def test_integers_beyond_2_53_are_rounded_as_javascript_reads_them() -> None:
+    value = {"a": 9007199254740993, "b": 18446744073709551615, "c": 10**400, "safe": 9007199254740991}
+    assert dumps(value) == b'{"a":9007199254740992,"b":18446744073709552000,"c":null,"safe":9007199254740991}'
+
+
+def test_lone_surrogate_escapes_are_read_and_invalid_utf8_replaced() -> None:
+    assert loads(b'{"a":"x\\ud83d"}') == {"a": "x\ud83d"}
+    assert loads(b'"a\xc3n"') == "a\ufffdn"
+    with pytest.raises(ValueError):
+        loads_wire(b'"a\xc3n"')
+    assert loads_wire(b'"\\udfff"') == "\udfff"
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))

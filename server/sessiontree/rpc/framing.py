@@ -19,7 +19,8 @@ import re
 from typing import Any, Final
 
 import attrs
-import orjson
+
+from .. import jsonfmt
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -63,8 +64,8 @@ NOT_JSON: Final = object()
 def _loads(data: bytes | bytearray) -> Any:
     """The decoded JSON, or NOT_JSON."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return jsonfmt.loads_wire(data)
+    except ValueError:  # not JSON, or not UTF-8
         return NOT_JSON
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
+from .. import jsonfmt
 
 
 class Recorder:
@@ -23,17 +23,17 @@ class Recorder:
         return round(time.monotonic() - self._start, 6)
 
     def incoming(self, message: Any) -> None:
-        self._file.write(orjson.dumps({"dir": "in", "t": self._t(), "msg": message}) + b"\n")
+        self._file.write(jsonfmt.dumps_wire({"dir": "in", "t": self._t(), "msg": message}) + b"\n")
 
     def rejected(self, reason: str, message: Any, raw: bytes | None) -> None:
         line: dict[str, Any] = {"dir": "in", "t": self._t(), "msg": message, "rejected": reason}
         if raw is not None:
             line["raw"] = raw.decode("utf-8", "replace")
-        self._file.write(orjson.dumps(line) + b"\n")
+        self._file.write(jsonfmt.dumps_wire(line) + b"\n")
 
     def outgoing(self, body: bytes) -> None:
-        """`body` is already compact JSON from orjson (no newlines), so it is spliced in as is."""
-        self._file.write(b'{"dir":"out","t":%s,"msg":%b}\n' % (orjson.dumps(self._t()), body))
+        """`body` is already compact JSON (no newlines), so it is spliced in as is."""
+        self._file.write(b'{"dir":"out","t":%s,"msg":%b}\n' % (jsonfmt.dumps_wire(self._t()), body))
 
     def flush(self) -> None:
         self._file.flush()

@@ -15,8 +15,7 @@ import logging
 import os
 from typing import Any, Final, Protocol
 
-import orjson
-
+from .. import jsonfmt
 from .framing import Event, Frame, FrameDecoder, Rejected
 from .record import Recorder
 
@@ -68,7 +67,7 @@ class StdioChannel:
 
     def send(self, message: Any) -> None:
         """Frame and queue one message; raises TypeError if it is not JSON-serialisable."""
-        body = orjson.dumps(message)
+        body = jsonfmt.dumps_wire(message)
         if self._recorder is not None:
             self._recorder.outgoing(body)
         self._pending.append(b"Content-Length: %d\r\n\r\n" % len(body))
