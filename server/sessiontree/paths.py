@@ -12,6 +12,7 @@ from pathlib import Path
 from .errors import FileNotFound, InvalidParams, PathOutsideRoot
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # never in a name pi makes; a newline in a path is an attack or an accident
 
 
 def encode_cwd(cwd: str) -> str:
@@ -42,6 +43,11 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def _refuse_control_characters(text: str, field: str) -> None:
+    if _CONTROL.search(text):
+        raise InvalidParams(f"{field} contains a control character", field=field)
+
+
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
@@ -57,8 +63,7 @@ class SessionsRoot:
 
     def resolve(self, path: str, must_exist: bool = True) -> Path:
         """An absolute path (relative ones are taken from the root), symlinks resolved, checked."""
-        if "\x00" in path:
-            raise InvalidParams("path contains a NUL character", field="path")
+        _refuse_control_characters(path, "path")
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.path / candidate
@@ -72,6 +77,7 @@ class SessionsRoot:
         return real
 
     def directory_for(self, cwd: str) -> Path:
+        _refuse_control_characters(cwd, "cwd")
         directory = self.path / encode_cwd(cwd)
         self.resolve(str(directory), must_exist=False)  # a cwd must not escape through a symlinked directory
         return directory

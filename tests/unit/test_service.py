@@ -257,3 +257,20 @@ def test_list_summarizes_sessions_newest_first(service: SessionService) -> None:
     assert summary.modified == "1970-01-01T00:00:02.000Z"
     assert progress[-1] == (2, 2)
     assert len(service.list(p.ListParams()).sessions) == 3
+
+
+@pytest.mark.parametrize("path", ["a\x00b.jsonl", "line\nbreak.jsonl", "tab\there.jsonl", "del\x7f.jsonl"])
+def test_paths_with_control_characters_are_refused(service: SessionService, path: str) -> None:
+    with pytest.raises(InvalidParams):
+        service.open(p.OpenParams(path))
+    with pytest.raises(InvalidParams):
+        service.create(p.CreateParams(path))
+
+
+def test_odd_but_printable_names_inside_the_root_work(service: SessionService, root: Path) -> None:
+    odd = root / "proj" / "spaces & ünïcödé — 'quotes' \"double\" $HOME;rm.jsonl"
+    odd.parent.mkdir()
+    shutil.copyfile(PI_QUIRK_CASES / "01-valid.jsonl", odd)
+    assert service.open(p.OpenParams(str(odd))).leaf_id == "e0000004"
+    created = service.create(p.CreateParams("C:\\Users\\me\\..\\project: two"))
+    assert Path(created.path).parent.parent == root
