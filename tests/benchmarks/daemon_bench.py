@@ -37,9 +37,9 @@ class RpcError(RuntimeError):
 class Daemon:
     """A minimal blocking client: Content-Length framing and orjson, so the client costs little."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, wrap: list[str] | None = None) -> None:
         self.process = subprocess.Popen(
-            serve_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+            [*(wrap or []), *serve_command(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin: IO[bytes] = self.process.stdin

@@ -1,7 +1,7 @@
 // One benchmark round on pi's own SessionManager, in-process.
 //
 // Usage: node --expose-gc --max-old-space-size=8192 pi_bench.mjs CONFIG_JSON
-//   {"mode": "session", "file": PATH, "reps": 5, "sequential": 1000, "pipelined": 10000, "payload": 1000}
+//   {"mode": "session", "file": PATH, "reps": 5, "sequential": 1000, "pipelined": 10000, "payload": 1000, "skip": ["fork"]}
 //   {"mode": "list", "dir": PATH, "cwd": "/bench/list"}
 // Prints one JSON document: {"ops": {op: {"ms": [...], "peakMb": n}}, "peakMb": n}.
 // Slow operations (open, fork, reopen, appends) run once per process: the runner
@@ -16,6 +16,7 @@ const PI_DIR = process.env.PI_PACKAGE_DIR ?? join(HERE, "..", "conformance", "no
 const { SessionManager } = await import(pathToFileURL(join(PI_DIR, "dist", "core", "session-manager.js")).href);
 
 const config = JSON.parse(process.argv[2]);
+const skip = new Set(config.skip ?? []); // operations too slow to repeat at this size
 const ops = {};
 
 function peakMb() {
@@ -68,9 +69,11 @@ async function sessionRound() {
   await repeated("context", () => sm.buildSessionContext(), config.reps, "context_first");
   await repeated("tree", () => sm.getTree(), config.reps, "tree_first");
   await repeated("path", () => sm.getBranch(leafId), config.reps);
-  let forked;
-  record("fork", [await timeOnce(() => { forked = forkAndRestore(sm, leafId); })]);
-  if (forked) rmSync(forked, { force: true });
+  if (!skip.has("fork")) {
+    let forked;
+    record("fork", [await timeOnce(() => { forked = forkAndRestore(sm, leafId); })]);
+    if (forked) rmSync(forked, { force: true });
+  }
   sm = null;
   collect();
   record("reopen", [await timeOnce(() => { sm = SessionManager.open(file); })]);

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -148,6 +149,26 @@ def list_dir(data: Path) -> Path:
     return data / "list" / generate.LIST_DIR
 
 
+def pin_engine(revision: str, data: Path) -> str:
+    """Run the daemon from `revision`'s server/ (a clean export), not the working tree; returns the commit."""
+    repo = HERE.parent.parent
+    commit = subprocess.run(["git", "rev-parse", revision], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    target = data / f"engine-{commit[:12]}"
+    if not (target / "server").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit, "server"], cwd=repo, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    # The editable install is a plain path entry: PYTHONPATH comes before it in the daemon's sys.path.
+    os.environ["PYTHONPATH"] = str(target / "server")
+    return commit
+
+
+def engine_note(args: argparse.Namespace) -> str:
+    if args.engine:
+        return f"engine: commit {pin_engine(args.engine, args.data)}"
+    return "engine: the working tree"
+
+
 def note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -173,6 +194,7 @@ def session_rounds(data: Path, size: int, args: argparse.Namespace) -> tuple[Rou
             started = time.perf_counter()
             if side == "pi":
                 config = {"mode": "session", "file": str(copy), "reps": args.reps, "sequential": 1000, "pipelined": 10000, "payload": 1000}
+                config["skip"] = [op for op in args.pi_skip.split(",") if op]
                 result = pi_round(config)
                 (pi_results if number else []).append(result)
             else:
@@ -270,6 +292,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", type=Path, default=Path("/tmp/sessiontree-bench"), help="where generated sessions go")
     parser.add_argument("--json", type=Path, help="also write every raw measurement here")
+    parser.add_argument("--pi-skip", default="", metavar="OPS", help="pi operations to leave out, e.g. fork (quadratic in pi at 1,000,000)")
+    parser.add_argument("--engine", metavar="REV", help="measure the daemon of this git revision (default: the working tree)")
     parser.add_argument("--quick", action="store_true", help="sizes 1,000 and 10,000, 2 runs, 3 reps")
     args = parser.parse_args(argv)
     if args.quick:
@@ -281,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     ensure_data(args.data, sizes, args.seed, args.list)
+    engine = engine_note(args)
+    note(engine)
     rows: list[list[str]] = []
     raw: dict[str, Any] = {}
     for size in sizes:
@@ -295,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         pi_rounds, our_rounds = list_rounds(args.data, args)
         raw["list"] = {"pi": pi_rounds, "ours": our_rounds}
         rows.extend(r for r in [row(f"{args.list:,} sessions", 0, "list", pi_rounds, our_rounds)] if r is not None)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{engine}; {os.cpu_count()} cores; runs {args.runs} (+1 warm-up), reps {args.reps}; load average at the end {load}")
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1))
