@@ -7,6 +7,7 @@ without `-s`, because those figures are what a reviewer of a stress run wants to
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ class StressStats:
     fuzz_cases: int = 0
     fuzz_rejected: int = 0
     mutation_cases: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)  # fuzz answers: "result" or the error code
     failures: list[str] = field(default_factory=list)
 
     def used(self) -> bool:
@@ -57,6 +59,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"fuzz: {stats.fuzz_cases} requests ({stats.fuzz_rejected} rejected), "
             f"{stats.mutation_cases} mutated transcripts"
         )
+        if stats.outcomes:
+            outcomes = ", ".join(f"{name} {count}" for name, count in stats.outcomes.most_common())
+            terminalreporter.write_line(f"fuzz answers: {outcomes}")
     terminalreporter.write_line(f"failures: {len(stats.failures)}")
     for failure in stats.failures[:20]:
         terminalreporter.write_line(f"  {failure}")
