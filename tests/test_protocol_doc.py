@@ -122,9 +122,16 @@ def test_every_method_has_an_example(method: str) -> None:
 def doc_transcript() -> list[dict[str, Any]]:
     """The examples in document order, as transcript lines: requests in, the rest out."""
     lines = []
+    asked: set[Any] = set()  # ids of the daemon's requests to the client
     for body in sections().values():
         for message in example_messages(body):
-            direction = "in" if "method" in message and "id" in message else "out"
+            if "method" in message and "id" in message and str(message["method"]).startswith("sessiontree/"):
+                asked.add(message["id"])
+                direction = "out"
+            elif "method" in message and "id" in message:
+                direction = "in"
+            else:
+                direction = "in" if message.get("id") in asked else "out"
             lines.append({"dir": direction, "msg": message})
     return lines
 

@@ -214,7 +214,7 @@ class SessionTreeClient:
         """Call a `protocol.METHODS` method with its params object; returns its result object."""
         raw = await self.request(method, to_wire(params))
         result_type = protocol.METHODS[method].result
-        return None if result_type is None else converter.structure(raw, result_type)
+        return None if result_type is None or raw is None else converter.structure(raw, result_type)
 
     async def create(self, params: protocol.CreateParams) -> protocol.CreateResult:
         return await self.call("session/create", params)
@@ -260,6 +260,27 @@ class SessionTreeClient:
 
     async def unsubscribe(self, params: protocol.SessionParams) -> None:
         return await self.call("session/unsubscribe", params)
+
+    async def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
+        return await self.call("session/configure", params)
+
+    async def prepare_compaction(self, params: protocol.PrepareCompactionParams) -> protocol.PrepareCompactionResult | None:
+        return await self.call("session/prepareCompaction", params)
+
+    async def commit_compaction(self, params: protocol.CommitCompactionParams) -> protocol.CommitCompactionResult:
+        return await self.call("session/commitCompaction", params)
+
+    async def compact(self, params: protocol.CompactParams) -> protocol.CommitCompactionResult:
+        return await self.call("session/compact", params)
+
+    async def prepare_branch_summary(self, params: protocol.PrepareBranchSummaryParams) -> protocol.PrepareBranchSummaryResult:
+        return await self.call("session/prepareBranchSummary", params)
+
+    async def commit_branch_summary(self, params: protocol.CommitBranchSummaryParams) -> protocol.CommitBranchSummaryResult:
+        return await self.call("session/commitBranchSummary", params)
+
+    async def navigate(self, params: protocol.NavigateParams) -> protocol.CommitBranchSummaryResult:
+        return await self.call("session/navigate", params)
 
 
 class SyncSessionTreeClient:
@@ -335,3 +356,24 @@ class SyncSessionTreeClient:
 
     def unsubscribe(self, params: protocol.SessionParams) -> None:
         return self._run(self.client.unsubscribe(params))
+
+    def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
+        return self._run(self.client.configure(params))
+
+    def prepare_compaction(self, params: protocol.PrepareCompactionParams) -> protocol.PrepareCompactionResult | None:
+        return self._run(self.client.prepare_compaction(params))
+
+    def commit_compaction(self, params: protocol.CommitCompactionParams) -> protocol.CommitCompactionResult:
+        return self._run(self.client.commit_compaction(params))
+
+    def compact(self, params: protocol.CompactParams) -> protocol.CommitCompactionResult:
+        return self._run(self.client.compact(params))
+
+    def prepare_branch_summary(self, params: protocol.PrepareBranchSummaryParams) -> protocol.PrepareBranchSummaryResult:
+        return self._run(self.client.prepare_branch_summary(params))
+
+    def commit_branch_summary(self, params: protocol.CommitBranchSummaryParams) -> protocol.CommitBranchSummaryResult:
+        return self._run(self.client.commit_branch_summary(params))
+
+    def navigate(self, params: protocol.NavigateParams) -> protocol.CommitBranchSummaryResult:
+        return self._run(self.client.navigate(params))

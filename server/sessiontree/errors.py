@@ -70,6 +70,34 @@ class StorageError(SessionTreeError):
     name = "StorageError"
 
 
+class SummaryConflict(SessionTreeError):
+    """The path changed since the summary was prepared so that it no longer fits."""
+
+    code = -32018
+    name = "SummaryConflict"
+
+
+class NothingToCompact(SessionTreeError):
+    """The path is empty or already ends in a compaction (pi: "Already compacted")."""
+
+    code = -32019
+    name = "NothingToCompact"
+
+
+class SummarizerUnavailable(SessionTreeError):
+    """The client did not announce in `initialize` that it can summarise."""
+
+    code = -32020
+    name = "SummarizerUnavailable"
+
+
+class SummaryFailed(SessionTreeError):
+    """The client's summary did not come: an error answer, a malformed one, or none in time."""
+
+    code = -32021
+    name = "SummaryFailed"
+
+
 ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -80,4 +108,8 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     FileNotFound,
     SessionExists,
     StorageError,
+    SummaryConflict,
+    NothingToCompact,
+    SummarizerUnavailable,
+    SummaryFailed,
 )

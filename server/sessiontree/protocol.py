@@ -71,12 +71,23 @@ class ListParams:
 
 
 @attrs.define
+class CompactionSettings:
+    """pi's compaction settings (its defaults)."""
+
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+
+@attrs.define
 class AppendParams:
     session_id: str
     entry: JsonObject | None = None
     entries: list[JsonObject] | None = None
     parent_id: MaybeId = UNSET
     expected_leaf_id: MaybeId = UNSET
+    context_window: int | None = None
+    settings: CompactionSettings | None = None
 
 
 @attrs.define
@@ -84,6 +95,9 @@ class ContextParams:
     session_id: str
     leaf_id: MaybeId = UNSET
     format: ContextFormat = "agent"
+    tokens: bool | None = None
+    context_window: int | None = None
+    settings: CompactionSettings | None = None
 
 
 @attrs.define
@@ -123,6 +137,76 @@ class LabelParams:
     target_id: str
     label: str | None = None
     expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
+class ConfigureParams:
+    session_id: str
+    context_window: int | None = None
+    settings: CompactionSettings | None = None
+
+
+@attrs.define
+class PrepareCompactionParams:
+    session_id: str
+    leaf_id: MaybeId = UNSET
+    settings: CompactionSettings | None = None
+    custom_instructions: str | None = None
+
+
+@attrs.define
+class CommitCompactionParams:
+    session_id: str
+    leaf_id: str
+    summary: str | None = None
+    turn_prefix_summary: str | None = None
+    settings: CompactionSettings | None = None
+    from_hook: bool | None = None
+    details: Any = None
+
+
+@attrs.define
+class CompactParams:
+    session_id: str
+    settings: CompactionSettings | None = None
+    custom_instructions: str | None = None
+    timeout_ms: int | None = None
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class PrepareBranchSummaryParams:
+    session_id: str
+    target_id: str
+    from_id: MaybeId = UNSET
+    context_window: int | None = None
+    reserve_tokens: int | None = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+
+
+@attrs.define
+class CommitBranchSummaryParams:
+    session_id: str
+    target_id: str
+    from_id: MaybeId = UNSET
+    summary: str | None = None
+    context_window: int | None = None
+    reserve_tokens: int | None = None
+    from_hook: bool | None = None
+    details: Any = None
+
+
+@attrs.define
+class NavigateParams:
+    session_id: str
+    target_id: str
+    context_window: int | None = None
+    reserve_tokens: int | None = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    timeout_ms: int | None = None
+    work_done_token: int | str | None = None
 
 
 @attrs.define
@@ -201,12 +285,33 @@ class AppendedEntry:
 
 
 @attrs.define
+class CompactionAdvice:
+    """Whether pi would compact the context now, and the figures it decides on."""
+
+    context_tokens: float | int
+    context_window: int
+    threshold: int
+    should_compact: bool
+
+
+@attrs.define
 class AppendResult:
     id: str
     parent_id: str | None
     timestamp: str
     leaf_id: str | None
     appended: list[AppendedEntry] | None = None
+    compaction: CompactionAdvice | None = None
+
+
+@attrs.define
+class ContextTokens:
+    """pi's estimateContextTokens: the last assistant usage plus estimates of what follows it."""
+
+    tokens: float | int
+    usage_tokens: float | int
+    trailing_tokens: int
+    last_usage_index: int | None
 
 
 @attrs.define
@@ -216,6 +321,8 @@ class ContextResult:
     model: JsonObject | None  # {provider, modelId}, keys pi did not have left out
     leaf_id: str | None
     warnings: list[Warning] = attrs.Factory(list)
+    tokens: ContextTokens | None = None
+    compaction: CompactionAdvice | None = None
 
 
 @attrs.define
@@ -275,6 +382,92 @@ class DidChangeParams:
 
 
 @attrs.define
+class ConfigureResult:
+    context_window: int | None
+    settings: CompactionSettings
+
+
+@attrs.define
+class SummaryPrompt:
+    """One model call as pi makes it: a system prompt and one user message."""
+
+    system_prompt: str
+    prompt: str
+    conversation_text: str
+    max_tokens: int
+
+
+@attrs.define
+class FileOperations:
+    read: list[Any]
+    written: list[Any]
+    edited: list[Any]
+
+
+@attrs.define
+class PrepareCompactionResult:
+    leaf_id: str
+    first_kept_entry_id: str
+    messages_to_summarize: list[Any]
+    turn_prefix_messages: list[Any]
+    is_split_turn: bool
+    tokens_before: float | int
+    file_ops: FileOperations
+    read_files: list[Any]
+    modified_files: list[Any]
+    settings: CompactionSettings
+    previous_summary: Any = None
+    history_prompt: SummaryPrompt | None = None
+    turn_prefix_prompt: SummaryPrompt | None = None
+
+
+@attrs.define
+class CommitCompactionResult:
+    entry: JsonObject
+    leaf_id: str | None
+
+
+@attrs.define
+class PrepareBranchSummaryResult:
+    from_id: str | None
+    target_id: str
+    new_leaf_id: str | None
+    common_ancestor_id: str | None
+    entry_ids: list[str]
+    messages: list[Any]
+    total_tokens: int
+    token_budget: int
+    file_ops: FileOperations
+    read_files: list[Any]
+    modified_files: list[Any]
+    prompt: SummaryPrompt | None = None
+    editor_text: str | None = None
+
+
+@attrs.define
+class CommitBranchSummaryResult:
+    leaf_id: str | None
+    entry: JsonObject | None = None
+    editor_text: str | None = None
+
+
+@attrs.define
+class SummarizeParams:
+    """The daemon's request to a client that can summarise (`sessiontree/summarize`)."""
+
+    session_id: str
+    kind: Literal["compaction", "branchSummary"]
+    compaction: PrepareCompactionResult | None = None
+    branch_summary: PrepareBranchSummaryResult | None = None
+
+
+@attrs.define
+class SummarizeResult:
+    summary: str
+    turn_prefix_summary: str | None = None
+
+
+@attrs.define
 class MethodTypes:
     params: type
     result: type | None
@@ -289,6 +482,19 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/list": MethodTypes(ListParams, ListResult, "List the sessions of one cwd or all."),
     "session/append": MethodTypes(AppendParams, AppendResult, "Append one entry or a batch."),
     "session/context": MethodTypes(ContextParams, ContextResult, "The LLM context at a leaf."),
+    "session/configure": MethodTypes(ConfigureParams, ConfigureResult, "Register a context window for advice."),
+    "session/prepareCompaction": MethodTypes(
+        PrepareCompactionParams, PrepareCompactionResult, "What pi would summarise to compact, and its prompts."
+    ),
+    "session/commitCompaction": MethodTypes(CommitCompactionParams, CommitCompactionResult, "Store a compaction."),
+    "session/compact": MethodTypes(CompactParams, CommitCompactionResult, "Compact, the client summarising."),
+    "session/prepareBranchSummary": MethodTypes(
+        PrepareBranchSummaryParams, PrepareBranchSummaryResult, "What pi would summarise when the leaf moves."
+    ),
+    "session/commitBranchSummary": MethodTypes(
+        CommitBranchSummaryParams, CommitBranchSummaryResult, "Move the leaf, storing a branch summary."
+    ),
+    "session/navigate": MethodTypes(NavigateParams, CommitBranchSummaryResult, "Move the leaf, the client summarising."),
     "session/tree": MethodTypes(TreeParams, TreeResult, "Every entry as a flat depth-first tree."),
     "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
     "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),

@@ -19,6 +19,7 @@ synchronous and fast, so handlers call it directly.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import sys
@@ -42,6 +43,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from .client_summary import Summarizer
 from .config import ServerConfig, parse_init_options, resolve_durability, resolve_sessions_dir
 from .errors import InvalidParams, SessionTreeError
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, DidChangeParams, parse_params, to_wire
@@ -116,6 +118,7 @@ class SessionTreeProtocol(LanguageServerProtocol):
         self.exit_code: asyncio.Future[int] | None = None
         self._parent_watch: asyncio.TimerHandle | None = None
         self._file_watch: asyncio.TimerHandle | None = None
+        self.pending: dict[Any, asyncio.Task[Any]] = {}  # requests waiting on the client, by id
         super().__init__(server, converter)
 
     # ----------------------------------------------------------------- routing
@@ -172,6 +175,8 @@ class SessionTreeProtocol(LanguageServerProtocol):
             log.info("ignored notification %s: %s", method, "not initialized" if self.service is None else "shut down")
         elif method in PYGLS_NOTIFICATIONS:
             self._handle_pygls(message, None)
+        elif method == CANCEL_REQUEST:
+            self._cancel_pending(message.get("params"))
         elif method not in NO_OP_NOTIFICATIONS:
             log.info("ignored unknown notification %s", method)
 
@@ -181,7 +186,34 @@ class SessionTreeProtocol(LanguageServerProtocol):
         except Exception as exc:
             self.send_error(request.id, *error_of(exc, self.settings.debug))
             return
+        if inspect.iscoroutine(result):
+            self._run_pending(request.id, result)
+            return
         self.send_result(request.id, result)
+
+    # ----------------------------------------------------------------- requests that wait on the client
+
+    def _run_pending(self, msg_id: Any, coroutine: Any) -> None:
+        """A handler that awaits the client runs as a task; later requests go on in arrival order."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self.pending[msg_id] = task
+        task.add_done_callback(lambda done: self._finish_pending(msg_id, done))
+
+    def _finish_pending(self, msg_id: Any, task: asyncio.Task[Any]) -> None:
+        self.pending.pop(msg_id, None)
+        if self.stopped:
+            return
+        if task.cancelled():
+            self.send_error(msg_id, envelope.REQUEST_CANCELLED, "request cancelled")
+        elif (exc := task.exception()) is not None:
+            self.send_error(msg_id, *error_of(exc, self.settings.debug))
+        else:
+            self.send_result(msg_id, task.result())
+
+    def _cancel_pending(self, params: Any) -> None:
+        task = self.pending.get(params.get("id")) if type(params) is dict else None
+        if task is not None:
+            task.cancel()
 
     def _handle_pygls(self, message: dict[str, Any], msg_id: Any) -> None:
         """Hand a typed LSP message to pygls; a message lsprotocol rejects is -32602."""
@@ -263,6 +295,8 @@ class SessionTreeProtocol(LanguageServerProtocol):
 
     @lsp_method(types.SHUTDOWN)
     def lsp_shutdown(self, *args: Any) -> None:
+        for task in list(self.pending.values()):
+            task.cancel()
         self.close_sessions()
         self._shutdown = True
 
@@ -455,7 +489,18 @@ def _percent_reporter(ls: SessionTreeServer, token: int | str) -> Callable[[int,
     return report
 
 
-for _method in sorted(METHODS.keys() - {"session/open", "session/list"}):
+@server.feature("session/compact")
+async def session_compact(ls: SessionTreeServer, params: Any) -> Any:
+    return to_wire(await Summarizer(ls, ls.service).compact(parse_params("session/compact", params)))
+
+
+@server.feature("session/navigate")
+async def session_navigate(ls: SessionTreeServer, params: Any) -> Any:
+    return to_wire(await Summarizer(ls, ls.service).navigate(parse_params("session/navigate", params)))
+
+
+_OWN_HANDLERS: Final = {"session/open", "session/list", "session/compact", "session/navigate"}
+for _method in sorted(METHODS.keys() - _OWN_HANDLERS):
     server.feature(_method)(_service_call(_method))
 
 

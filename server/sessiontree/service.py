@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from . import jsonfmt, protocol
+from . import jsonfmt, protocol, summaries
 from .entries import Node, js_trim, now_iso, validate_entry
 from .errors import (
     InvalidParams,
@@ -59,6 +59,8 @@ class OpenSession:
         self.subscribed = False
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
+        self.context_window: int | None = None  # registered with session/configure, for advice
+        self.compaction_settings = protocol.CompactionSettings()
 
     @property
     def id(self) -> str:
@@ -212,7 +214,12 @@ class SessionService:
     def append(self, params: protocol.AppendParams) -> AppendResult:
         entries = self._entries_of(params)
         opened = self._get(params.session_id)
-        return self._append(opened, entries, params.parent_id, params.expected_leaf_id)
+        result = self._append(opened, entries, params.parent_id, params.expected_leaf_id)
+        window = params.context_window or opened.context_window
+        if window:
+            settings = params.settings or opened.compaction_settings
+            result.compaction = summaries.advice(summaries.context_at(opened, result.leaf_id), window, settings)
+        return result
 
     def _entries_of(self, params: protocol.AppendParams) -> list[dict[str, Any]]:
         if (params.entry is None) == (params.entries is None):
@@ -322,7 +329,14 @@ class SessionService:
             if leaf == session.index.leaf_id:
                 opened.context_cache.put(context)
         messages = convert_to_llm(context.messages) if params.format == "llm" else list(context.messages)
-        return protocol.ContextResult(messages, context.thinking_level, context.model, leaf, list(context.warnings))
+        result = protocol.ContextResult(messages, context.thinking_level, context.model, leaf, list(context.warnings))
+        window = params.context_window or opened.context_window
+        if params.tokens or window:
+            result.tokens = summaries.context_tokens(context.messages)
+        if window:
+            settings = params.settings or opened.compaction_settings
+            result.compaction = summaries.advice(context, window, settings)
+        return result
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         opened = self._synced(params.session_id)
@@ -351,6 +365,30 @@ class SessionService:
         if params.since is not UNSET and not nodes:
             cursor = params.since if params.since is not None else None
         return protocol.EntriesResult([session.entry(node) for node in nodes], cursor)
+
+    # ------------------------------------------------------------------ compaction and branch summaries
+
+    def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
+        opened = self._get(params.session_id)
+        if params.context_window is not None:
+            opened.context_window = params.context_window or None  # 0 stops the advice
+        if params.settings is not None:
+            opened.compaction_settings = params.settings
+        return protocol.ConfigureResult(opened.context_window, opened.compaction_settings)
+
+    def prepare_compaction(self, params: protocol.PrepareCompactionParams) -> protocol.PrepareCompactionResult | None:
+        return summaries.prepare(self._synced(params.session_id), params)
+
+    def commit_compaction(self, params: protocol.CommitCompactionParams) -> protocol.CommitCompactionResult:
+        return summaries.commit(self._synced(params.session_id), params, self._append)
+
+    def prepare_branch_summary(
+        self, params: protocol.PrepareBranchSummaryParams
+    ) -> protocol.PrepareBranchSummaryResult:
+        return summaries.prepare_branch(self._synced(params.session_id), params)
+
+    def commit_branch_summary(self, params: protocol.CommitBranchSummaryParams) -> protocol.CommitBranchSummaryResult:
+        return summaries.commit_branch(self._synced(params.session_id), params, self._append)
 
     # ------------------------------------------------------------------ helpers
 

@@ -218,6 +218,43 @@ async def _storage_error(client: LanguageClient, root: Path) -> JsonRpcException
     return await failure(client, "session/create", {"cwd": "/blocked"})
 
 
+async def _compacted(client: LanguageClient) -> tuple[str, str, list[str]]:
+    """A session of two turns compacted at its end; returns its id, the compaction's id and the turn ids."""
+    session_id, ids = await new_session(client, user("a " * 50), assistant("b " * 50), user("c " * 50), assistant("d " * 50))
+    settings = {"keepRecentTokens": 30}
+    prepared = await call(client, "session/prepareCompaction", {"sessionId": session_id, "settings": settings})
+    commit = {"sessionId": session_id, "leafId": prepared["leafId"], "summary": "s", "settings": settings}
+    if "turnPrefixPrompt" in prepared:
+        commit["turnPrefixSummary"] = "t"
+    result = await call(client, "session/commitCompaction", commit)
+    return session_id, result["entry"]["id"], ids
+
+
+async def _summary_conflict(client: LanguageClient, root: Path) -> JsonRpcException:
+    session_id, ids = await new_session(client, user("a"), assistant("b"), user("c"))
+    await call(client, "session/branch", {"sessionId": session_id, "entryId": ids[0]})
+    params = {"sessionId": session_id, "targetId": ids[0], "fromId": ids[2], "summary": "left c"}
+    return await failure(client, "session/commitBranchSummary", params)
+
+
+async def _nothing_to_compact(client: LanguageClient, root: Path) -> JsonRpcException:
+    session_id, compaction, _ = await _compacted(client)
+    return await failure(client, "session/commitCompaction", {"sessionId": session_id, "leafId": compaction, "summary": "x"})
+
+
+async def _summarizer_unavailable(client: LanguageClient, root: Path) -> JsonRpcException:
+    session_id, _ = await new_session(client, user("a"))
+    return await failure(client, "session/compact", {"sessionId": session_id})
+
+
+async def _summary_failed(client: LanguageClient, root: Path) -> JsonRpcException:
+    """The fixture's client cannot summarise, so the failure is provoked in-process."""
+    from sessiontree.client_summary import _client_error
+
+    error = _client_error(JsonRpcException.from_error(types.ResponseError(code=-32000, message="no model")))
+    return JsonRpcException.from_error(types.ResponseError(code=error.code, message=error.message, data=error.data))
+
+
 ERROR_CASES = {
     "InvalidParams": _invalid_params,
     "SessionNotFound": _session_not_found,
@@ -228,6 +265,10 @@ ERROR_CASES = {
     "FileNotFound": _file_not_found,
     "SessionExists": _session_exists,
     "StorageError": _storage_error,
+    "SummaryConflict": _summary_conflict,
+    "NothingToCompact": _nothing_to_compact,
+    "SummarizerUnavailable": _summarizer_unavailable,
+    "SummaryFailed": _summary_failed,
 }
 
 

@@ -447,3 +447,98 @@ def test_kill9_during_appends(tmp_path: Path, spawned: Spawn, stress_stats: Stre
 @pytest.mark.slow
 def test_kill9_during_appends_long(tmp_path: Path, spawned: Spawn, stress_stats: StressStats) -> None:
     run_iterations(100_000, SLOW_ITERATIONS, tmp_path, spawned, stress_stats)
+
+
+# --------------------------------------------------------------------------- the checker itself
+
+
+def _scenario() -> tuple[list[bytes], list[Writer]]:
+    """A file three clients wrote: 0 survived, 1 was killed after writing its last entry whole,
+    2 was killed mid-write. Returns its lines (the last one torn) and the clients' records."""
+    rng = random.Random(7)
+    a1, a2, b1, b2, c1 = (make_entry(client, seq, rng) for client, seq in ((0, 0), (0, 1), (1, 0), (1, 1), (2, 0)))
+    times = "2026-01-01T00:00:00.00%dZ"
+    acked = [Acked(a1, "0000000a", None, times % 1), Acked(b1, "0000000b", "0000000a", times % 2)]
+    acked.append(Acked(a2, "0000000c", "0000000b", times % 3))
+    unacked = expected_line(Acked(b2, "0000000d", "0000000c", times % 4))
+    torn = expected_line(Acked(c1, "0000000e", "0000000d", times % 5))[:-7]
+    header = js_line({"type": "session", "version": 3, "id": "s", "timestamp": times % 0, "cwd": "/"})
+    lines = [header, expected_line(acked[0]), expected_line(acked[1]), expected_line(acked[2]), unacked, torn]
+    writers = [
+        Writer(0, None, "s", rng, [acked[0], acked[2]]),  # type: ignore[arg-type]  # no daemon needed
+        Writer(1, None, "s", rng, [acked[1]], in_flight=b2, killed=True),  # type: ignore[arg-type]
+        Writer(2, None, "s", rng, [], in_flight=c1, killed=True),  # type: ignore[arg-type]
+    ]
+    return lines, writers
+
+
+def _joined(lines: list[bytes]) -> bytes:
+    return b"\n".join(lines)  # the last line has no line end: torn
+
+
+def test_checker_accepts_what_a_crash_may_leave() -> None:
+    lines, writers = _scenario()
+    findings = check_file(_joined(lines), writers)
+    assert (findings.failures, findings.found, findings.extra, len(findings.torn)) == ([], 3, 1, 1)
+
+
+def _tampered(lines: list[bytes], writers: list[Writer], how: str) -> bytes:
+    if how == "acknowledged line lost":
+        del lines[3]
+    elif how == "acknowledged line altered":
+        lines[1] = lines[1].replace(b'"content":"c0.0:', b'"content":"c0.0:!')
+    elif how == "id repeated":
+        lines.insert(3, lines[2])
+    elif how == "parent unknown":
+        lines[3] = lines[3].replace(b'"parentId":"0000000b"', b'"parentId":"ffffffff"')
+    elif how == "survivor left an unacknowledged entry":
+        writers[1].killed = False
+    elif how == "two unacknowledged entries from one client":
+        lines.insert(5, lines[4].replace(b'"id":"0000000d"', b'"id":"0000000f"'))
+    elif how == "torn line from nobody":
+        lines[5] = b'{"type":"message","id":"zz'
+    elif how == "appends out of order":
+        writers[0].acked.reverse()
+    elif how == "acknowledged line without a line end":
+        lines[3:] = [lines[3]]
+    return _joined(lines)
+
+
+@pytest.mark.parametrize(
+    ("how", "reported"),
+    [
+        ("acknowledged line lost", "is not in the file"),
+        ("acknowledged line altered", "differs from what was acknowledged"),
+        ("id repeated", "repeated"),
+        ("parent unknown", "is not an earlier entry"),
+        ("survivor left an unacknowledged entry", "nobody was waiting for"),
+        ("two unacknowledged entries from one client", "at most one expected"),
+        ("torn line from nobody", "nobody was waiting for"),
+        ("appends out of order", "before an earlier append"),
+        ("acknowledged line without a line end", "differs from what was acknowledged"),
+    ],
+)
+def test_checker_catches(how: str, reported: str) -> None:
+    """Each check of check_file can fail: damage the scenario one way and that check reports it."""
+    lines, writers = _scenario()
+    failures = check_file(_tampered(lines, writers, how), writers).failures
+    assert any(reported in failure for failure in failures), failures
+
+
+def test_reopen_check_catches(tmp_path: Path, spawned: Spawn) -> None:
+    """check_reopen passes a correct quarantine and fails a missing one or other entries served."""
+    root = tmp_path / "sessions"
+    (root / "--x--").mkdir(parents=True)
+    lines, writers = _scenario()
+    path = root / "--x--" / "s.jsonl"
+    before = _joined(lines)
+    path.write_bytes(before)
+    findings = check_file(before, writers)
+    verifier = spawned("--sessions-dir", str(root), cls=KillableDaemon)
+    assert isinstance(verifier, KillableDaemon)
+    verifier.initialize()
+    assert check_reopen(verifier, path, before, findings) == []
+    # The tail is gone now: a second reopen reports no torn tail, which the check must notice.
+    assert any("expected one torn-tail" in f for f in check_reopen(verifier, path, before, findings))
+    findings.entries.pop()
+    assert any("serves other entries" in f for f in check_reopen(verifier, path, path.read_bytes(), findings))

@@ -309,6 +309,8 @@ class ReplayResult:
 
 
 INITIALIZE: Final = {"jsonrpc": "2.0", "id": "replay-init", "method": "initialize"}
+# The handshake announces a client that summarises, as protocol.md's examples of session/compact need.
+SUMMARIZING_CLIENT: Final = {"experimental": {"sessiontree": {"summarize": True}}}
 SHUTDOWN: Final = {"jsonrpc": "2.0", "id": "replay-shutdown", "method": "shutdown"}
 
 
@@ -342,7 +344,8 @@ def _run(daemon: Daemon, lines: list[dict[str, Any]], norm: Normaliser, handshak
     received: list[Any] = []
     sent = 0
     if handshake:
-        _call_plain(daemon, INITIALIZE | {"params": {"processId": os.getpid(), "capabilities": {}}}, received)
+        params = {"processId": os.getpid(), "capabilities": SUMMARIZING_CLIENT}
+        _call_plain(daemon, INITIALIZE | {"params": params}, received)
         daemon.write([b'{"jsonrpc":"2.0","method":"initialized","params":{}}'])
     last_answer = time.monotonic()
     out_index = 0

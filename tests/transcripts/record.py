@@ -102,10 +102,30 @@ class Driver:
     def notify(self, method: str, params: Any = None) -> None:
         self.send(self.message(method, params, notify=True))
 
+    def call_answering(self, method: str, params: Any, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        """One request during which the daemon asks the client: `answer` gives each reply's result or error."""
+        message = self.message(method, params)
+        time.sleep(PACE_SECONDS)
+        self._write(message)
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            incoming = self._read_message()
+            if "method" not in incoming and incoming.get("id") == message["id"]:
+                return incoming
+            if "method" in incoming and "id" in incoming:
+                time.sleep(PACE_SECONDS)
+                self._write({"jsonrpc": "2.0", "id": incoming["id"], **answer(incoming)})
+        raise TimeoutError(f"no answer to {message['id']}")
+
+    def _write(self, message: Any) -> None:
+        body = orjson.dumps(message)
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+
     # ----------------------------------------------------------------- lifecycle
 
-    def initialize(self, options: Any = None) -> Any:
-        params: dict[str, Any] = {"processId": None, "capabilities": {}}
+    def initialize(self, options: Any = None, capabilities: Any = None) -> Any:
+        params: dict[str, Any] = {"processId": None, "capabilities": capabilities or {}}
         if options is not None:
             params["initializationOptions"] = options
         result = self.result("initialize", params)
@@ -143,6 +163,66 @@ def assistant(text: str, offset: int = 0) -> dict[str, Any]:
             "timestamp": USER_TIME + offset,
         },
     }
+
+
+SUMMARIZING: dict[str, Any] = {"experimental": {"sessiontree": {"summarize": True}}}
+
+
+def summary_answer(request: dict[str, Any]) -> dict[str, Any]:
+    """A client's model, briefly: one line per prompt it was sent."""
+    params = request["params"]
+    if params["kind"] == "branchSummary":
+        return {"result": {"summary": "Looked at another answer."}}
+    answer: dict[str, Any] = {"summary": "The user greeted and asked about the repository."}
+    if "turnPrefixPrompt" in params["compaction"]:
+        answer["turnPrefixSummary"] = "The turn began with a question."
+    return {"result": answer}
+
+
+def compaction(d: Driver, root: Path) -> None:
+    """Token advice, prepare and commit, the daemon-driven round trips, conflicts and failures."""
+    d.initialize(capabilities=SUMMARIZING)
+    sid = d.result("session/create", {"cwd": CWD})["sessionId"]
+    d.result("session/configure", {"sessionId": sid, "contextWindow": 600, "settings": {"reserveTokens": 200, "keepRecentTokens": 60}})
+    ids = []
+    for turn in range(3):
+        ids.append(d.result("session/append", {"sessionId": sid, "entry": user(f"Question {turn}: " + "why " * 40, turn)})["id"])
+        ids.append(d.result("session/append", {"sessionId": sid, "entry": assistant(f"Answer {turn}: " + "because " * 40, turn)})["id"])
+    d.result("session/context", {"sessionId": sid, "tokens": True})
+    settings = {"reserveTokens": 200, "keepRecentTokens": 60}
+    prepared = d.result("session/prepareCompaction", {"sessionId": sid, "settings": settings, "customInstructions": "Keep names."})
+    d.result("session/branch", {"sessionId": sid, "entryId": ids[1]})
+    commit = {"sessionId": sid, "leafId": prepared["leafId"], "summary": "Too late.", "turnPrefixSummary": "x", "settings": settings}
+    d.error("session/commitCompaction", commit, -32018)  # the prepared leaf is no longer on the path
+    d.result("session/branch", {"sessionId": sid, "entryId": ids[-1]})
+    d.result("session/append", {"sessionId": sid, "entry": user("Meanwhile.", 5)})
+    d.result("session/commitCompaction", commit)  # the leaf moved on: still fits, the new entry is kept
+    d.error("session/commitCompaction", commit | {"leafId": d.result("session/info", {"sessionId": sid})["leafId"]}, -32019)
+    d.error("session/compact", {"sessionId": sid}, -32019)
+    d.result("session/append", {"sessionId": sid, "entry": assistant("Understood. " + "so " * 60, 6)})
+    answered = d.call_answering("session/compact", {"sessionId": sid, "settings": settings, "workDoneToken": "c1"}, summary_answer)
+    assert "result" in answered, answered
+    failing = d.call_answering(
+        "session/navigate", {"sessionId": sid, "targetId": ids[2]}, lambda r: {"error": {"code": -32000, "message": "no model"}}
+    )
+    assert failing["error"]["code"] == -32021, failing
+    d.result("session/prepareBranchSummary", {"sessionId": sid, "targetId": ids[1], "contextWindow": 2000, "reserveTokens": 1000})
+    navigated = d.call_answering("session/navigate", {"sessionId": sid, "targetId": ids[1]}, summary_answer)
+    assert "result" in navigated, navigated
+    d.result("session/prepareBranchSummary", {"sessionId": sid, "targetId": ids[4]})
+    d.result("session/commitBranchSummary", {"sessionId": sid, "targetId": ids[4], "summary": "Came back."})
+    d.result("session/context", {"sessionId": sid, "contextWindow": 600})
+    assert d.stop() == 0
+
+
+def compaction_without_summarizer(d: Driver, root: Path) -> None:
+    """A client that did not announce summarize: the daemon never asks it."""
+    d.initialize()
+    sid = d.result("session/create", {"cwd": CWD})["sessionId"]
+    d.result("session/append", {"sessionId": sid, "entry": user("Hello")})
+    d.error("session/compact", {"sessionId": sid}, -32020)
+    d.error("session/navigate", {"sessionId": sid, "targetId": "ffffffff"}, -32020)
+    assert d.stop() == 0
 
 
 def lifecycle(d: Driver, root: Path) -> None:
@@ -284,6 +364,8 @@ STORIES: dict[str, Callable[[Driver, Path], None]] = {
     "every-method": every_method,
     "errors": errors,
     "open-warnings": open_warnings,
+    "compaction": compaction,
+    "compaction-without-summarizer": compaction_without_summarizer,
 }
 
 
@@ -347,7 +429,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
         sections.append(section)
         return d.result(method, params)
 
-    d.initialize()
+    d.initialize(capabilities=SUMMARIZING)
     created = call("session/create", "session/create", {"cwd": DOC_CWD})
     sid = created["sessionId"]
     call("session/open", "session/open", {"path": created["path"]})
@@ -363,6 +445,23 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
     call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
+    settings = {"reserveTokens": 100, "keepRecentTokens": 10}
+    call("session/configure", "session/configure", {"sessionId": sid, "contextWindow": 120, "settings": settings})
+    reply = assistant("Hi! This repository holds a daemon for session files.", 1000)
+    call("session/configure", "session/append", {"sessionId": sid, "entry": reply})
+    prepared = call("session/prepareCompaction", "session/prepareCompaction", {"sessionId": sid, "settings": settings})
+    commit = {"sessionId": sid, "leafId": prepared["leafId"], "summary": "The user said hello.", "settings": settings}
+    call("session/commitCompaction", "session/commitCompaction", commit)
+    call("session/compact", "session/append", {"sessionId": sid, "entry": user("What does it do?", 2000)})
+    sections.append("session/compact")
+    compacted = d.call_answering("session/compact", {"sessionId": sid, "settings": settings}, summary_answer)
+    assert "result" in compacted, compacted
+    target = {"sessionId": sid, "targetId": first}
+    call("session/prepareBranchSummary", "session/prepareBranchSummary", target)
+    call("session/commitBranchSummary", "session/commitBranchSummary", target | {"summary": "Asked what it does."})
+    sections.append("session/navigate")
+    navigated = d.call_answering("session/navigate", {"sessionId": sid, "targetId": compacted["result"]["leafId"]}, summary_answer)
+    assert "result" in navigated, navigated
     call("session/subscribe", "session/subscribe", {"sessionId": sid})
     call("session/unsubscribe", "session/unsubscribe", {"sessionId": sid})
     assert d.stop() == 0
@@ -396,7 +495,7 @@ def record_doc_examples() -> dict[str, list[Any]]:
             msg = line["msg"]
             if line["dir"] == "in" and str(msg.get("method", "")).startswith("session/"):
                 section = next(sections)
-            elif line["dir"] == "in":
+            elif line["dir"] == "in" and "method" in msg:
                 section = ""  # the lifecycle around the story is not an example
             if section:
                 examples.setdefault(section, []).append(tokenise(msg, str(root)))
