@@ -117,7 +117,7 @@ LABELS = {
 def ensure_data(data: Path, sizes: list[int], seed: int, list_count: int) -> None:
     """Generate what is missing; a stamp records the seed so a changed seed regenerates."""
     stamp = data / "stamp.json"
-    wanted = {"seed": seed, "list": list_count, "generator": (HERE / "generate.py").stat().st_mtime_ns}
+    wanted = {"seed": seed, "generator": (HERE / "generate.py").stat().st_mtime_ns}
     if stamp.exists() and json.loads(stamp.read_text()) != wanted:
         shutil.rmtree(data / "sessions", ignore_errors=True)
         shutil.rmtree(data / "list", ignore_errors=True)
@@ -131,12 +131,13 @@ def ensure_data(data: Path, sizes: list[int], seed: int, list_count: int) -> Non
             generate.write_session(partial, size, seed + size, corpus)
             partial.rename(path)
     listing = list_dir(data)
-    if list_count and not (listing.parent / "done").exists():
+    done = listing.parent / "done"
+    if list_count and not (done.exists() and done.read_text() == str(list_count)):
         corpus = corpus or generate.Corpus(random.Random(seed))
         note(f"generating {list_count} sessions in {listing}")
         shutil.rmtree(listing.parent, ignore_errors=True)
         generate.write_list_dir(listing, list_count, seed, corpus)
-        (listing.parent / "done").touch()
+        done.write_text(str(list_count))
     data.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps(wanted))
 
