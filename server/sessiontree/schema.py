@@ -26,13 +26,16 @@ import attrs
 import orjson
 
 from . import protocol
+from .errors import ALL_ERRORS
+from .rpc import envelope
 
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 _MAYBE_ID: Final = "Absent and null differ: absent is the default, null is no entry (protocol.md, Absent and null)."
 
-# Server-to-client requests, when protocol.py has a table of them (compaction adds one).
+# Server-to-client requests, when protocol.py has a table of them.
 _CLIENT_REQUEST_TABLES: Final = ("CLIENT_REQUESTS", "SERVER_REQUESTS")
+SUMMARIZE: Final = "sessiontree/summarize"
 
 
 def _omitted_when_default(field: attrs.Attribute) -> bool:
@@ -144,7 +147,28 @@ def _client_requests() -> dict[str, Any]:
         table = getattr(protocol, name, None)
         if table is not None:
             return dict(table)
-    return {}
+    # Without such a table: the one request the daemon sends, when its wire types exist.
+    params, result = getattr(protocol, "SummarizeParams", None), getattr(protocol, "SummarizeResult", None)
+    if params is None or result is None:
+        return {}
+    summary = "Summarise for a compaction or a branch summary (session/compact, session/navigate)."
+    return {SUMMARIZE: protocol.MethodTypes(params, result, summary)}
+
+
+def error_codes() -> dict[str, int]:
+    """Every error code of protocol.md's table, by name: JSON-RPC's and LSP's, then the daemon's own."""
+    codes = {
+        "ParseError": envelope.PARSE_ERROR,
+        "InvalidRequest": envelope.INVALID_REQUEST,
+        "MethodNotFound": envelope.METHOD_NOT_FOUND,
+        "InvalidParams": envelope.INVALID_PARAMS,
+        "InternalError": envelope.INTERNAL_ERROR,
+        "ServerNotInitialized": envelope.SERVER_NOT_INITIALIZED,
+        "RequestCancelled": envelope.REQUEST_CANCELLED,
+    }
+    for cls in ALL_ERRORS:
+        codes.setdefault(cls.name, cls.code)
+    return codes
 
 
 def build() -> dict[str, Any]:
@@ -176,6 +200,7 @@ def build() -> dict[str, Any]:
         "methods": methods,
         "notifications": notifications,
         "clientRequests": requests,
+        "errors": error_codes(),
         "$defs": dict(sorted(builder.defs.items())),
     }
 

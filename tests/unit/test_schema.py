@@ -128,3 +128,12 @@ def test_validator_rejects_a_wrong_result() -> None:
     node = {"id": "a", "parentId": None, "type": "message", "timestamp": "t", "depth": 0, "childCount": 0}
     assert problems(built, tree, {**good, "nodes": [node]}, "r", strict=True) == []
     assert problems(built, tree, {**good, "nodes": [{**node, "label": None}]}, "r", strict=True)
+
+
+def test_schema_names_every_error_code() -> None:
+    from sessiontree.errors import ALL_ERRORS
+
+    codes = schema.build()["errors"]
+    assert {cls.name: cls.code for cls in ALL_ERRORS}.items() <= codes.items()
+    assert codes["RequestCancelled"] == -32800 and codes["ServerNotInitialized"] == -32002
+    assert len(set(codes.values())) == len(codes)

@@ -1,0 +1,24 @@
+export * from "./protocol";
+export { SessionTreeClient } from "./client";
+export type {
+  Cancellation,
+  ClientOptions,
+  LogMessage,
+  MethodFunctions,
+  MethodName,
+  Params,
+  RequestHandler,
+  Result,
+  SummarizeHandler,
+  SummarizeRequest,
+} from "./client";
+export { daemonCommand, parseCommand } from "./command";
+export { SessionTreeError, type ErrorName } from "./errors";
+// ResponseError: what a request handler throws to answer with a chosen code (RequestCancelled).
+export {
+  CancellationTokenSource,
+  ResponseError,
+  type CancellationToken,
+  type Disposable,
+  type Event,
+} from "vscode-jsonrpc/node";
