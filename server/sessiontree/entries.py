@@ -144,7 +144,7 @@ class Node:
         self.length = length  # bytes of the line without its line end
         self.seq = seq  # position among the file's entries (file order)
         self.role = role  # message role, or None
-        self.setting = setting  # thinking level, model dict, or label/name data by type
+        self.setting = setting  # thinking level, (provider, model id), (target, label) or name, by type
 
     def __repr__(self) -> str:
         return f"Node({self.id!r}, parent={self.parent_id!r}, type={self.type!r})"
@@ -161,7 +161,7 @@ def _setting_of(type_: str, fields: dict[str, Any]) -> Any:
     if type_ == "thinking_level_change":
         return fields.get("thinkingLevel", msgspec.UNSET)
     if type_ == "model_change":
-        return _model(fields.get("provider", msgspec.UNSET), fields.get("modelId", msgspec.UNSET))
+        return (fields.get("provider", msgspec.UNSET), fields.get("modelId", msgspec.UNSET))
     if type_ == "label":
         return (fields.get("targetId"), fields.get("label"))
     if type_ == "session_info":
@@ -169,8 +169,9 @@ def _setting_of(type_: str, fields: dict[str, Any]) -> Any:
     return None
 
 
-def _model(provider: Any, model_id: Any) -> dict[str, Any]:
+def model_of(setting: tuple[Any, Any]) -> dict[str, Any]:
     """pi builds `{provider, modelId}`; JSON.stringify drops the keys that are undefined."""
+    provider, model_id = setting
     model: dict[str, Any] = {}
     if provider is not msgspec.UNSET:
         model["provider"] = provider
@@ -192,11 +193,11 @@ def decode_skeleton(line: bytes | memoryview, offset: int, seq: int) -> Node:
     if type_ == "message" and isinstance(message, _MessageSkeleton):
         role = message.role if isinstance(message.role, str) else None
         if role == "assistant":
-            setting = _model(message.provider, message.model)
+            setting = (message.provider, message.model)  # made a dict only if a context shows it
     elif type_ == "thinking_level_change":
         setting = skel.thinkingLevel
     elif type_ == "model_change":
-        setting = _model(skel.provider, skel.modelId)
+        setting = (skel.provider, skel.modelId)
     elif type_ == "label":
         setting = (skel.targetId, skel.label)
     elif type_ == "session_info":
@@ -226,7 +227,7 @@ def _decode_skeleton_slowly(line: bytes | memoryview, offset: int, seq: int) -> 
     if type_ == "message" and isinstance(message, dict) and isinstance(message.get("role"), str):
         role = message["role"]
         if role == "assistant":
-            setting = _model(message.get("provider", msgspec.UNSET), message.get("model", msgspec.UNSET))
+            setting = (message.get("provider", msgspec.UNSET), message.get("model", msgspec.UNSET))
     return Node(
         id_,
         parent if isinstance(parent, str) else None,

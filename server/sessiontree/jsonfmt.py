@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -98,10 +99,58 @@ def dumps(value: Any) -> bytes:
     return data
 
 
+class RawJson(Mapping[str, Any]):
+    """A JSON object kept as the text it was read as: sent on as it is, decoded only if read here.
+
+    Entries travel from the file to the wire this way without being decoded and encoded again.
+    """
+
+    __slots__ = ("text", "_value")
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text  # valid UTF-8 JSON text of an object (see `raw_object`)
+        self._value: dict[str, Any] | None = None
+
+    @property
+    def value(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = loads(self.text)
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self.value[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __repr__(self) -> str:
+        return f"RawJson({self.text[:60]!r}...)"
+
+
+def raw_object(text: bytes) -> RawJson | dict[str, Any]:
+    """`text` as a RawJson when it can go on the wire unchanged (valid UTF-8), else decoded."""
+    if text.isascii():
+        return RawJson(text)
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return loads(text)  # U+FFFD for the broken bytes, as pi reads them
+    return RawJson(text)
+
+
+def _wire_default(value: Any) -> Any:
+    if isinstance(value, RawJson):
+        return orjson.Fragment(value.text)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def dumps_wire(value: Any) -> bytes:
     """Serialize a protocol message: as fast as orjson allows, any string JavaScript could send."""
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=_wire_default)
     except orjson.JSONEncodeError:
         return _dumps_slowly(value)
 
@@ -127,6 +176,8 @@ def _encode(value: Any) -> str:
         return "[" + ",".join(_encode(item) for item in value) + "]"
     if type(value) is dict:
         return "{" + ",".join(f"{_js_string(str(key))}:{_encode(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, RawJson):
+        return value.text.decode()
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

@@ -551,6 +551,14 @@ def _structure_object(value: Any, _type: Any) -> JsonObject:
     return value
 
 
+def _is_json_payload(kind: Any) -> bool:
+    return kind in (JsonObject, list[JsonObject], list[Any], Any)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
     for kind in (str, int, bool, float):
@@ -559,6 +567,10 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(int | str | None, _structure_token)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
+    # Entries, messages and headers are JSON already: walking them again would only copy them.
+    conv.register_unstructure_hook_func(_is_json_payload, _as_is)
+    conv.register_unstructure_hook(dict, _as_is)
+    conv.register_unstructure_hook(list, _as_is)
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)}

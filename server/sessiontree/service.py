@@ -37,7 +37,7 @@ from .store import (
 from .store.storage import fsync_directory
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.fork import all_lines, branched_lines
-from .tree.preview import preview
+from .tree.preview import preview_of_line
 
 Progress = Callable[[int, int], None]
 ChangeListener = Callable[[protocol.DidChangeParams], None]
@@ -59,6 +59,7 @@ class OpenSession:
         self.subscribed = False
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
+        self._tree: tuple[int, list[protocol.TreeNode], list[Warning]] | None = None  # (index version, ...)
         self.context_window: int | None = None  # registered with session/configure, for advice
         self.compaction_settings = protocol.CompactionSettings()
 
@@ -81,16 +82,24 @@ class OpenSession:
             self.listener(
                 protocol.DidChangeParams(
                     session_id=self.id,
-                    entries=[self.session.entry(node) for node in nodes],
+                    entries=[self.session.raw_entry(node) for node in nodes],
                     leaf_id=index.leaf_id,
                     cursor=index.cursor,
                     leaf_moved=index.leaf_id != leaf_before,
                 )
             )
 
+    def tree(self) -> tuple[list[protocol.TreeNode], list[Warning]]:
+        """The flat tree, built again only when an entry was added since (moving the leaf changes no node)."""
+        version = self.session.index.version
+        if self._tree is None or self._tree[0] != version:
+            warnings: list[Warning] = []
+            self._tree = (version, flat_tree(self.session.index, self.preview, warnings), warnings)
+        return self._tree[1], self._tree[2]
+
     def preview(self, node: Any) -> str | None:
         if node.offset not in self.previews:
-            self.previews[node.offset] = preview(self.session.entry(node))
+            self.previews[node.offset] = preview_of_line(self.session.raw(node))
         return self.previews[node.offset]
 
 
@@ -340,9 +349,8 @@ class SessionService:
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         opened = self._synced(params.session_id)
-        warnings: list[Warning] = []
-        nodes = flat_tree(opened.session.index, opened.preview, warnings)
-        return protocol.TreeResult(opened.session.index.leaf_id, nodes, warnings)
+        nodes, warnings = opened.tree()
+        return protocol.TreeResult(opened.session.index.leaf_id, nodes, list(warnings))
 
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)
@@ -364,7 +372,7 @@ class SessionService:
         cursor = nodes[-1].id if nodes and params.since is not UNSET else session.index.cursor
         if params.since is not UNSET and not nodes:
             cursor = params.since if params.since is not None else None
-        return protocol.EntriesResult([session.entry(node) for node in nodes], cursor)
+        return protocol.EntriesResult([session.raw_entry(node) for node in nodes], cursor)
 
     # ------------------------------------------------------------------ compaction and branch summaries
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from sessiontree.entries import build_line, iso_to_ms, js_trim, now_iso, validate_entry
 from sessiontree.errors import InvalidParams
-from sessiontree.jsonfmt import dumps, js_number, loads, loads_wire
+from sessiontree.jsonfmt import RawJson, dumps, dumps_wire, js_number, loads, loads_wire, raw_object
+from sessiontree.tree.preview import preview_of_line
 
 # Inputs and what node's JSON.stringify(JSON.parse(input)) printed for them.
 NUMBERS = (
@@ -92,3 +93,33 @@ def test_invalid_entries_name_the_field(entry: dict, field: str) -> None:
     with pytest.raises(InvalidParams) as caught:
         validate_entry(entry)
     assert caught.value.data["field"] == field
+
+
+def test_raw_json_goes_to_the_wire_unchanged_and_reads_like_a_dict() -> None:
+    text = b'{"type":"custom","id":"a1b2c3d4","data":{"n":1.0,"s":"x\\ud83d"}}'
+    raw = raw_object(text)
+    assert isinstance(raw, RawJson)
+    assert dumps_wire({"entries": [raw]}) == b'{"entries":[' + text + b"]}"  # 1.0 stays as it was written
+    assert raw["id"] == "a1b2c3d4" and dict(raw) == loads(text) and raw == loads(text)
+    broken = raw_object(b'{"t":"a\xc3n"}')
+    assert broken == {"t": "a\ufffdn"} and not isinstance(broken, RawJson)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"type": "message", "message": {"role": "user", "content": "  many\n  spaces  "}}, "many spaces"),
+        ({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "shown"},
+            {"type": "toolCall", "name": "read", "arguments": {"path": "x"}}]}}, "shown [read]"),
+        ({"type": "message", "message": {"role": "toolResult", "toolName": "bash", "content": [
+            {"type": "text", "text": "y" * 500}]}}, "bash: " + "y" * 73 + "…"),
+        ({"type": "message", "message": {"role": "bashExecution", "command": "ls -la"}}, "$ ls -la"),
+        ({"type": "label", "targetId": "abc", "label": ""}, "abc: (cleared)"),
+        ({"type": "message", "message": {"role": "user", "content": [{"type": "image", "data": "AAAA"}]}}, "[image]"),
+        ({"type": "message", "message": {"role": "user", "content": "half \ud83d"}}, "half \ud83d"),
+        ({"type": "future_type"}, None),
+    ],
+)
+def test_previews(entry: dict, expected: str | None) -> None:
+    assert preview_of_line(dumps(entry)) == expected

@@ -21,6 +21,7 @@ class SessionIndex:
         self.labels: dict[str, tuple[Any, Any]] = {}  # target id -> (label, label entry timestamp)
         self.raw_name: Any = None
         self.leaf_id: str | None = None
+        self.version = 0  # counts additions, so derived views know when to rebuild
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -41,6 +42,7 @@ class SessionIndex:
             )
         self.by_id[node.id] = node
         self.nodes.append(node)
+        self.version += 1
         if node.type == "label":
             self._apply_label(node, line, warnings)
         elif node.type == "session_info":

@@ -299,6 +299,10 @@ class Session:
     def raw(self, node: Node) -> bytes:
         return self.storage.read(node.offset, node.length)
 
+    def raw_entry(self, node: Node) -> jsonfmt.RawJson | dict[str, Any]:
+        """The entry as its own bytes, to pass on without decoding (decoded on first read)."""
+        return jsonfmt.raw_object(self.raw(node).rstrip(b"\r"))
+
     def close(self) -> None:
         self.storage.close()
 

@@ -1,68 +1,116 @@
-"""A one-line preview of an entry, for drawing a tree view."""
+"""A one-line preview of an entry, for drawing a tree view.
+
+Only the fields a preview shows are decoded (msgspec skips image data, tool arguments and
+usage without building them), which makes the first tree of a big session several times
+cheaper than decoding every entry whole.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+import msgspec
+
+from .. import jsonfmt
 
 PREVIEW_CHARS = 80
 
 
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+    text: Any = None
+    name: Any = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    role: Any = None
+    content: str | list[_Block] | None = None
+    command: Any = None
+    toolName: Any = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    type: Any = None
+    message: _Message | None = None
+    content: str | list[_Block] | None = None
+    summary: Any = None
+    provider: Any = None
+    modelId: Any = None
+    thinkingLevel: Any = None
+    targetId: Any = None
+    label: Any = None
+    name: Any = None
+    customType: Any = None
+
+
+_decode_line: Final = msgspec.json.Decoder(_Line).decode
+
+
 def _one_line(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(text[: PREVIEW_CHARS * 4].split())  # a tool result may be pages long
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: str | list[_Block] | None) -> str:
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
-        return ""
     parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif kind == "toolCall":
-            parts.append(f"[{block.get('name')}]")
-        elif kind == "image":
+    for block in content or ():
+        if block.type == "text" and isinstance(block.text, str):
+            parts.append(block.text)
+        elif block.type == "toolCall":
+            parts.append(f"[{block.name}]")
+        elif block.type == "image":
             parts.append("[image]")
+        if sum(map(len, parts)) > PREVIEW_CHARS * 4:
+            break  # enough for one line
     return " ".join(parts)
 
 
-def _message_text(message: Any) -> str:
-    if not isinstance(message, dict):
+def _message_text(message: _Message | None) -> str:
+    if message is None:
         return ""
-    role = message.get("role")
-    if role == "bashExecution":
-        return f"$ {message.get('command')}"
-    if role == "toolResult":
-        return f"{message.get('toolName')}: {_content_text(message.get('content'))}"
-    return _content_text(message.get("content"))
+    if message.role == "bashExecution":
+        return f"$ {message.command}"
+    if message.role == "toolResult":
+        return f"{message.toolName}: {_content_text(message.content)}"
+    return _content_text(message.content)
 
 
-def _entry_text(entry: dict[str, Any]) -> str:
-    kind = entry.get("type")
+def _entry_text(entry: _Line) -> str:
+    kind = entry.type
     if kind == "message":
-        return _message_text(entry.get("message"))
+        return _message_text(entry.message)
     if kind == "custom_message":
-        return _content_text(entry.get("content"))
+        return _content_text(entry.content)
     if kind in ("compaction", "branch_summary"):
-        return str(entry.get("summary") or "")
+        return str(entry.summary or "")
     if kind == "model_change":
-        return f"{entry.get('provider')}/{entry.get('modelId')}"
+        return f"{entry.provider}/{entry.modelId}"
     if kind == "thinking_level_change":
-        return f"thinking: {entry.get('thinkingLevel')}"
+        return f"thinking: {entry.thinkingLevel}"
     if kind == "label":
-        return f"{entry.get('targetId')}: {entry.get('label') or '(cleared)'}"
+        return f"{entry.targetId}: {entry.label or '(cleared)'}"
     if kind == "session_info":
-        return f"name: {entry.get('name')}"
+        return f"name: {entry.name}"
     if kind == "custom":
-        return str(entry.get("customType") or "")
+        return str(entry.customType or "")
     return ""
 
 
-def preview(entry: dict[str, Any]) -> str | None:
-    text = _one_line(_entry_text(entry))
+def _parse(line: bytes) -> _Line | None:
+    try:
+        return _decode_line(line)
+    except msgspec.MsgspecError:  # lone surrogates, broken UTF-8, or fields of unusual shapes
+        pass
+    try:
+        return msgspec.convert(jsonfmt.loads(line), _Line)
+    except (msgspec.MsgspecError, ValueError):
+        return None
+
+
+def preview_of_line(line: bytes) -> str | None:
+    """The preview of an entry's line; None when there is nothing to show."""
+    entry = _parse(line)
+    text = _one_line(_entry_text(entry)) if entry is not None else ""
     return text or None

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ..entries import Node, iso_to_ms
+from ..entries import Node, iso_to_ms, model_of
 from ..protocol import Warning
 from ..store import SessionIndex
 
@@ -85,7 +85,7 @@ class Context:
         if node.type == "thinking_level_change":
             self.thinking_level = None if node.setting is msgspec.UNSET else node.setting
         elif node.type == "model_change" or (node.type == "message" and node.role == "assistant"):
-            self.model = node.setting
+            self.model = model_of(node.setting)
 
     def add_message(self, node: Node, entry: dict[str, Any]) -> None:
         """pi's appendMessage: the entry types that become messages."""

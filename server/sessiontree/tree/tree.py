@@ -31,7 +31,8 @@ def _forest(index: SessionIndex) -> tuple[list[Node], dict[str, list[Node]]]:
         else:
             children.setdefault(parent, []).append(node)
     for siblings in children.values():
-        siblings.sort(key=_sort_key)  # stable: equal timestamps keep file order
+        if len(siblings) > 1:  # most entries have one child: nothing to sort, no timestamps to parse
+            siblings.sort(key=_sort_key)  # stable: equal timestamps keep file order
     return roots, children
 
 
