@@ -17,6 +17,7 @@ export { SessionTreeError, type ErrorName } from "./errors";
 // ResponseError: what a request handler throws to answer with a chosen code (RequestCancelled).
 export {
   CancellationTokenSource,
+  Emitter,
   ResponseError,
   type CancellationToken,
   type Disposable,

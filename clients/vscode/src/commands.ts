@@ -1,0 +1,85 @@
+import type { SessionView } from "./session";
+import type { EntryItem } from "./model";
+
+/** The few editor interactions the commands need; VS Code's window in the extension, a script in tests. */
+export interface Ui {
+  pick<T extends { label: string; description?: string }>(items: T[], placeholder: string): Promise<T | undefined>;
+  input(prompt: string, value?: string): Promise<string | undefined>;
+  openFile(): Promise<string | undefined>;
+  info(message: string): void;
+}
+
+type Target = EntryItem | string | undefined;
+
+const BROWSE = "Browse…";
+
+/** Open a session: the one given, or one chosen from the daemon's list (or a file dialog). */
+export async function openSession(ui: Ui, view: SessionView, path?: string): Promise<string | undefined> {
+  if (path === undefined) {
+    const { sessions } = await view.client.list({});
+    const items = [
+      ...sessions.map((session) => ({
+        label: session.name ?? session.firstMessage,
+        description: `${session.cwd} · ${session.messageCount} messages · ${session.modified}`,
+        path: session.path,
+      })),
+      { label: BROWSE, description: "a session file", path: "" },
+    ];
+    const chosen = await ui.pick(items, "Open a session");
+    if (chosen === undefined) return undefined;
+    path = chosen.path || (await ui.openFile());
+    if (path === undefined) return undefined;
+  }
+  const opened = await view.open(path);
+  return opened.sessionId;
+}
+
+/** Move the leaf to an entry: the next message continues from there. */
+export async function switchBranch(ui: Ui, view: SessionView, target?: Target): Promise<string | undefined> {
+  const { sessionId } = view.require();
+  const entryId = await resolveTarget(ui, view, target, "Switch to which entry?");
+  if (entryId === undefined) return undefined;
+  const { leafId } = await view.client.branch({ sessionId, entryId });
+  await view.refresh();
+  return leafId ?? undefined;
+}
+
+/** Set (or, with an empty answer, clear) an entry's label. */
+export async function label(ui: Ui, view: SessionView, target?: Target): Promise<string | undefined> {
+  const { sessionId } = view.require();
+  const targetId = await resolveTarget(ui, view, target, "Label which entry?");
+  if (targetId === undefined) return undefined;
+  const current = view.model?.entries.get(targetId)?.node.label;
+  const text = await ui.input("Label (empty clears it)", current);
+  if (text === undefined) return undefined;
+  await view.client.label({ sessionId, targetId, ...(text.trim() ? { label: text.trim() } : {}) });
+  await view.refresh();
+  return text.trim();
+}
+
+/** Copy the path to an entry into a new session file, and show the new session. */
+export async function fork(ui: Ui, view: SessionView, target?: Target): Promise<string | undefined> {
+  const { sessionId } = view.require();
+  const entryId = await resolveTarget(ui, view, target, "Fork at which entry?");
+  if (entryId === undefined) return undefined;
+  const forked = await view.client.fork({ sessionId, entryId });
+  // The daemon opened the fork; the view moves to it (and subscribes).
+  await view.open(forked.path);
+  ui.info(`Forked into ${forked.path}`);
+  return forked.path;
+}
+
+async function resolveTarget(ui: Ui, view: SessionView, target: Target, placeholder: string): Promise<string | undefined> {
+  if (typeof target === "string") return target;
+  if (target !== undefined) return target.id;
+  const entries = [...(view.model?.entries.values() ?? [])];
+  const chosen = await ui.pick(
+    entries.map((entry) => ({
+      label: entry.title,
+      description: [entry.node.label ? `[${entry.node.label}]` : "", entry.isLeaf ? "leaf" : ""].join(" ").trim(),
+      id: entry.id,
+    })),
+    placeholder,
+  );
+  return chosen?.id;
+}
