@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo test test-slow node bench bench-quick clean
+.PHONY: setup demo test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +23,38 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package-lock.json
 
 node: $(CONFORMANCE)/node_modules/.installed
 
+# The clients (clients/README in the top README): Node library and VS Code extension (one npm
+# workspace), the Neovim plugin. Their tests drive this checkout's daemon through the venv.
+CLIENTS := clients
+DAEMON_PYTHON = $(abspath $(PY))
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
+	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clients-deps: $(CLIENTS)/node_modules/.installed
+
+# Compile with tsc (the generated types checked against the schema first), then node --test.
+clients: setup clients-deps
+	cd $(CLIENTS)/node && node scripts/generate-types.mjs --check
+	cd $(CLIENTS) && npm run --silent build
+	cd $(CLIENTS) && SESSIONTREE_PYTHON=$(DAEMON_PYTHON) npm test --silent
+
+nvim-installed:
+	@command -v nvim >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y neovim)
+
+# Headless: the plugin against the real daemon; exits non-zero on a failed assertion.
+nvim: setup nvim-installed
+	SESSIONTREE_PYTHON=$(DAEMON_PYTHON) nvim --headless -u NONE -c "luafile $(CLIENTS)/nvim/test/run.lua"
+
 # The daemon on the shipped example session: its tree, then the context the model would see.
 demo: setup
 	$(VENV)/bin/sessiontree tree $(DEMO)
 	@echo
 	$(VENV)/bin/sessiontree context $(DEMO)
 
-test: setup node
+test: setup node clients nvim
 	$(PY) -m pytest -q
 
 # The long-running variants (more random conformance scenarios, bigger sweeps).
@@ -44,4 +69,4 @@ bench-quick: setup node
 	$(PY) tests/benchmarks/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(CONFORMANCE)/node_modules
+	rm -rf $(VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out
