@@ -146,6 +146,10 @@ class Node:
         self.role = role  # message role, or None
         self.setting = setting  # thinking level, (provider, model id), (target, label) or name, by type
 
+    def moved(self, offset: int, seq: int) -> Node:
+        """The same line at another place (in a copy of the file)."""
+        return Node(self.id, self.parent_id, self.type, self.timestamp, offset, self.length, seq, self.role, self.setting)
+
     def __repr__(self) -> str:
         return f"Node({self.id!r}, parent={self.parent_id!r}, type={self.type!r})"
 

@@ -552,7 +552,9 @@ def _structure_object(value: Any, _type: Any) -> JsonObject:
 
 
 def _is_json_payload(kind: Any) -> bool:
-    return kind in (JsonObject, list[JsonObject], list[Any], Any)
+    """Fields declared as JSON (objects, or lists of JSON values) hold plain JSON or RawJson:
+    nothing to convert. (A bare `Any` is left to cattrs: it may hold an attrs object.)"""
+    return kind == JsonObject or kind == list[JsonObject] or kind == list[Any]
 
 
 def _as_is(value: Any) -> Any:
@@ -569,8 +571,6 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
     # Entries, messages and headers are JSON already: walking them again would only copy them.
     conv.register_unstructure_hook_func(_is_json_payload, _as_is)
-    conv.register_unstructure_hook(dict, _as_is)
-    conv.register_unstructure_hook(list, _as_is)
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)}

@@ -155,16 +155,18 @@ class SessionService:
             session = Session.load(FileStorage(path, self.config.durability))
         except OSError as exc:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
-        opened = OpenSession(session, path, self.listener)
+        return self._add(OpenSession(session, path, self.listener))
+
+    def _add(self, opened: OpenSession) -> OpenSession:
         if opened.id in self._sessions:
-            session.close()
+            opened.session.close()
             raise SessionExists(
                 f"another open file has the same session id {opened.id}",
                 sessionId=opened.id,
                 path=str(self._sessions[opened.id].path),
             )
         self._sessions[opened.id] = opened
-        self._by_path[path] = opened
+        self._by_path[opened.path] = opened
         return opened
 
     def close(self, params: protocol.SessionParams) -> None:
@@ -300,8 +302,10 @@ class SessionService:
         timestamp = now_iso()
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
         header.update(cwd=cwd, parentSession=str(opened.path))
-        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header), *lines])
-        forked = self._register(path, [])
+        lines.insert(0, (jsonfmt.dumps(header), None))
+        path = self._write_new_file(directory, file_name(timestamp, session_id), [raw for raw, _ in lines])
+        session = Session.adopt(FileStorage(path, self.config.durability), lines)
+        forked = self._add(OpenSession(session, path, self.listener))
         return protocol.ForkResult(forked.id, str(path))
 
     def _write_new_file(self, directory: Path, name: str, lines: list[bytes]) -> Path:
@@ -311,7 +315,8 @@ class SessionService:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             with open(temporary, "xb") as out:
-                out.write(b"".join(line + b"\n" for line in lines))
+                out.write(b"\n".join(lines))
+                out.write(b"\n")
                 out.flush()
                 if self.config.durability == "fsync":
                     os.fsync(out.fileno())

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.sessions import PI_QUIRK_CASES
 
 from sessiontree import protocol as p
 from sessiontree.errors import (
@@ -23,6 +22,7 @@ from sessiontree.errors import (
 )
 from sessiontree.paths import encode_cwd
 from sessiontree.service import ServiceConfig, SessionService
+from support.sessions import PI_QUIRK_CASES
 
 CWD = "/home/user/project"
 
@@ -274,3 +274,20 @@ def test_odd_but_printable_names_inside_the_root_work(service: SessionService, r
     assert service.open(p.OpenParams(str(odd))).leaf_id == "e0000004"
     created = service.create(p.CreateParams("C:\\Users\\me\\..\\project: two"))
     assert Path(created.path).parent.parent == root
+
+
+def test_a_fork_is_indexed_exactly_as_a_scan_of_its_file_would_index_it(service: SessionService, root: Path) -> None:
+    from sessiontree.store import FileStorage, Session
+
+    target = root / "proj" / "28.jsonl"
+    target.parent.mkdir()
+    shutil.copyfile(PI_QUIRK_CASES / "28-label-on-path.jsonl", target)
+    sid = service.open(p.OpenParams(str(target))).session_id
+    for fork in (p.ForkParams(sid, entry_id="e0000004"), p.ForkParams(sid, cwd="/elsewhere")):
+        forked = service.fork(fork)
+        adopted = service._get(forked.session_id).session
+        scanned = Session.load(FileStorage(Path(forked.path)))
+        shape = lambda s: [(n.id, n.parent_id, n.type, n.offset, n.length, n.seq, n.role, n.setting) for n in s.index.nodes]  # noqa: E731
+        assert shape(adopted) == shape(scanned)
+        assert (adopted.index.labels, adopted.index.leaf_id, adopted.end) == (scanned.index.labels, scanned.index.leaf_id, scanned.end)
+        assert adopted.header == scanned.header

@@ -172,6 +172,24 @@ class Session:
         )
         self.end, self.unterminated = offset, False
 
+    @classmethod
+    def adopt(cls, storage: Storage, lines: list[tuple[bytes, Node | None]]) -> Session:
+        """A session over a file this process has just written as `lines` (header first): lines
+        copied from another session keep their nodes (moved to their new place), so the file
+        need not be scanned again."""
+        header_line = lines[0][0]
+        session = cls(storage, jsonfmt.loads(header_line))
+        offset = len(header_line) + 1
+        session._line_no = 1
+        for raw, source in lines[1:]:
+            session._line_no += 1
+            seq = len(session.index)
+            node = source.moved(offset, seq) if source is not None else decode_skeleton(raw, offset, seq)
+            session.index.add(node, session._line_no, session.warnings)
+            offset += len(raw) + 1
+        session.end = offset
+        return session
+
     # ------------------------------------------------------------------ following other writers
 
     def refresh(self) -> list[Node]:
