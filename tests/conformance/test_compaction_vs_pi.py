@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from compaction_sessions import SessionGrower
-from conftest import Tally, js_json
+from pi_harness import Tally, js_json
+
 from sessiontree import protocol as p
 from sessiontree.jsstring import js_len
 from sessiontree.service import ServiceConfig, SessionService

@@ -47,7 +47,7 @@ ENTRY_OPS = {
     "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branchWithSummary",
 }  # fmt: skip
 if TYPE_CHECKING:  # conftest is not importable by name when several test dirs have one
-    from conftest import Daemon, PiDriver, Tally
+    from pi_harness import Daemon, PiDriver, Tally
 
 TREE_KEYS = ("id", "parentId", "type", "timestamp", "depth", "childCount", "label", "labelTimestamp")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -10,20 +9,9 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from pytest_lsp.client import register_lsp_features
 
-from sessiontree.server import plain_converter
 from support.daemon import RawDaemon, sessions_root
-
-
-def server_command(root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), *extra]
-
-
-def make_client() -> LanguageClient:
-    client = LanguageClient(converter_factory=plain_converter)
-    register_lsp_features(client)
-    return client
+from support.lsp import make_client, server_command
 
 
 @pytest.fixture

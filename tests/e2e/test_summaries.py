@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from conftest import make_client, server_command
+from support.lsp import make_client, server_command
 
 CWD = "/work/project"
 SUMMARIZE = "sessiontree/summarize"

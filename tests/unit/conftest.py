@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sessiontree.store import FileStorage, MemoryStorage, Storage
-
 from support.sessions import StorageFactory
+
 
 @pytest.fixture(params=["memory", "file"])
 def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageFactory]:

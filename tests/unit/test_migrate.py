@@ -6,9 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from support.sessions import PI_QUIRK_CASES
-
 from sessiontree.store import FileStorage, Session, file_version, migrate_file
+from support.sessions import PI_QUIRK_CASES
 
 
 def _copy(case: str, tmp_path: Path) -> Path:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.sessions import PI_QUIRK_CASES
 
 from sessiontree import protocol as p
 from sessiontree.errors import NotASessionFile
 from sessiontree.service import ServiceConfig, SessionService
+from support.sessions import PI_QUIRK_CASES
 
 U, A, C = "user", "assistant", "custom"
 LINEAR4 = ["e0000001", "e0000002", "e0000003", "e0000004"]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.sessions import assistant, session_bytes, ts, user
-
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import ContextCache, build_context, convert_to_llm
+from support.sessions import assistant, session_bytes, ts, user
 
 
 def _session(*entries: dict[str, Any]) -> Session:

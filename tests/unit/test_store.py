@@ -8,7 +8,6 @@ import pytest
 
 from sessiontree.errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from sessiontree.store import MemoryStorage, Session
-
 from support.sessions import HEADER, StorageFactory, assistant, contents, line, session_bytes, user
 
 VALID = session_bytes(user("e0000001", None, "q1"), assistant("e0000002", "e0000001", "a1"))

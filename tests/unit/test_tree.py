@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.sessions import assistant, line, session_bytes, ts, user
-
 from sessiontree.protocol import Warning
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
+from support.sessions import assistant, line, session_bytes, ts, user
 
 
 def _tree(*entries: dict[str, Any], data: bytes | None = None) -> tuple[list[Any], list[Warning]]:

@@ -1,0 +1,234 @@
+"""The pi conformance harness: pi's driver (Node), a plain stdio client of the daemon, the tally.
+
+Kept out of conftest.py so test modules can import it by a name no other test directory uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "pi_driver.mjs"
+PI_PACKAGE = HERE / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
+PI_VERSION = "0.73.1"
+RPC_TIMEOUT_S = 10.0
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_json(value: Any) -> bytes:
+    """JSON as JavaScript's JSON.stringify spells strings: UTF-8, lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- pi
+
+
+def install_pi() -> None:
+    """`npm ci` from the lock file; scripts are not needed to import the session manager."""
+    if shutil.which("npm") is None:
+        pytest.fail("npm is required for the pi conformance suite (Node 20+)")
+    subprocess.run(
+        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=HERE,
+        check=True,
+        timeout=600,
+    )
+
+
+@dataclass
+class PiDriver:
+    """Runs scenario lists through `pi_driver.mjs`: one Node process per batch."""
+
+    workdir: Path
+    runs: int = 0
+
+    def run(self, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.runs += 1
+        script = self.workdir / f"batch-{self.runs}.json"
+        script.write_bytes(js_json(scenarios))
+        proc = subprocess.run(
+            ["node", str(DRIVER), str(script)],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"pi driver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
+        return json.loads(proc.stdout)
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+class RpcError(Exception):
+    """An error response, or no response within RPC_TIMEOUT_S (code None)."""
+
+    def __init__(self, method: str, error: dict[str, Any]) -> None:
+        self.code = error.get("code")
+        self.data = error.get("data")
+        super().__init__(f"{method}: {error.get('code')} {error.get('message')} {error.get('data')!r}")
+
+
+def _write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
+    body = js_json(message)
+    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.flush()
+
+
+def _read_message(stream: BinaryIO) -> dict[str, Any]:
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            raise EOFError("the daemon closed its stdout")
+        if line in (b"\r\n", b"\n"):
+            break
+        key, _, value = line.decode("ascii").partition(":")
+        if key.strip().lower() == "content-length":
+            length = int(value.strip())
+    if length is None:
+        raise ValueError("message without Content-Length")
+    return json.loads(stream.read(length))
+
+
+@dataclass
+class Daemon:
+    """A minimal JSON-RPC client over the daemon's stdio (LSP framing)."""
+
+    Error: ClassVar[type[RpcError]] = RpcError
+
+    proc: subprocess.Popen[bytes]
+    sessions_dir: Path
+    next_id: int = 0
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    inbox: queue.Queue[dict[str, Any] | None] = field(default_factory=queue.Queue)
+
+    def __post_init__(self) -> None:
+        # A reader thread, so that a request the daemon never answers fails instead of hanging.
+        threading.Thread(target=self._read_loop, daemon=True).start()
+
+    def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while True:
+                self.inbox.put(_read_message(self.proc.stdout))
+        except (EOFError, ValueError, OSError):
+            self.inbox.put(None)
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with self.lock:
+            self.next_id += 1
+            rid = self.next_id
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+            if params is not None:
+                message["params"] = params
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            _write_message(self.proc.stdin, message)
+            while True:
+                try:
+                    reply = self.inbox.get(timeout=RPC_TIMEOUT_S)
+                except queue.Empty:
+                    raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+                if reply is None:
+                    self.inbox.put(None)
+                    raise EOFError("the daemon closed its stdout")
+                if "method" in reply:
+                    self._on_server_message(reply)
+                    continue
+                if reply.get("id") is None and "error" in reply:
+                    raise RpcError(method, reply["error"])  # unattributable (e.g. a parse error): ours, requests are sequential
+                if reply.get("id") != rid:
+                    continue
+                if "error" in reply:
+                    raise RpcError(method, reply["error"])
+                return reply.get("result")
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        assert self.proc.stdin is not None
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        _write_message(self.proc.stdin, message)
+
+    def _on_server_message(self, message: dict[str, Any]) -> None:
+        if "id" in message:  # a server-to-client request: we offer nothing
+            assert self.proc.stdin is not None
+            _write_message(self.proc.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
+        else:
+            self.notifications.append(message)
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown")
+            self.notify("exit")
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_daemon(sessions_dir: Path, log_path: Path) -> Daemon:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    log = log_path.open("wb")
+    # SESSIONTREE_CONFORMANCE_DAEMON: another command to start the daemon (e.g. an installed build).
+    command = shlex.split(os.environ.get("SESSIONTREE_CONFORMANCE_DAEMON", "")) or [sys.executable, "-m", "sessiontree"]
+    proc = subprocess.Popen(
+        [*command, "serve", "--sessions-dir", str(sessions_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        env=env,
+    )
+    daemon = Daemon(proc, sessions_dir)
+    try:
+        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
+    except (EOFError, OSError) as exc:
+        proc.kill()
+        pytest.fail(f"the daemon did not start ({exc}); its stderr:\n{log_path.read_text(errors='replace')[-3000:]}")
+    daemon.notify("initialized", {})
+    return daemon
+
+
+# --------------------------------------------------------------------------- the figure for the closing note
+
+
+@dataclass
+class Tally:
+    """Counts what was compared; printed at the end of the run."""
+
+    files: int = 0
+    leaves: int = 0
+    mismatched_files: int = 0
+    byte_files: int = 0
+    byte_identical: int = 0
+    byte_skipped: int = 0
+    by_direction: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, direction: str, leaves: int, equal: bool) -> None:
+        self.files += 1
+        self.leaves += leaves
+        self.mismatched_files += 0 if equal else 1
+        files_leaves = self.by_direction.setdefault(direction, [0, 0, 0])
+        files_leaves[0] += 1
+        files_leaves[1] += leaves
+        files_leaves[2] += 0 if equal else 1
+
+
+TALLY = Tally()
