@@ -46,6 +46,11 @@ def check_session_id(session_id: str) -> str:
 def _refuse_control_characters(text: str, field: str) -> None:
     if _CONTROL.search(text):
         raise InvalidParams(f"{field} contains a control character", field=field)
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # half of a UTF-16 pair: no file name can hold it as pi would
+            raise InvalidParams(f"{field} contains a lone surrogate", field=field) from None
 
 
 def _is_file(path: Path) -> bool:

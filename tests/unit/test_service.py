@@ -259,7 +259,7 @@ def test_list_summarizes_sessions_newest_first(service: SessionService) -> None:
     assert len(service.list(p.ListParams()).sessions) == 3
 
 
-@pytest.mark.parametrize("path", ["a\x00b.jsonl", "line\nbreak.jsonl", "tab\there.jsonl", "del\x7f.jsonl"])
+@pytest.mark.parametrize("path", ["a\x00b.jsonl", "line\nbreak.jsonl", "tab\there.jsonl", "del\x7f.jsonl", "half\ud800.jsonl"])
 def test_paths_with_control_characters_are_refused(service: SessionService, path: str) -> None:
     with pytest.raises(InvalidParams):
         service.open(p.OpenParams(path))
