@@ -122,7 +122,10 @@ _skeleton_decoder: Final = msgspec.json.Decoder(_LineSkeleton)
 class Node:
     """What the index keeps per entry line: small, no payload."""
 
-    __slots__ = ("id", "parent_id", "type", "timestamp", "offset", "length", "seq", "role", "setting")
+    __slots__ = (
+        "id", "parent_id", "type", "timestamp", "offset", "length", "seq", "role", "setting",
+        "anchored", "thinking_from", "model_from", "compaction_from",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -145,6 +148,12 @@ class Node:
         self.seq = seq  # position among the file's entries (file order)
         self.role = role  # message role, or None
         self.setting = setting  # thinking level, (provider, model id), (target, label) or name, by type
+        # Set by the index: the nearest thinking change, model setter and compaction on the path from
+        # the root to this entry (itself included), valid when `anchored` (the path was whole when added).
+        self.anchored = False
+        self.thinking_from: Node | None = None
+        self.model_from: Node | None = None
+        self.compaction_from: Node | None = None
 
     def moved(self, offset: int, seq: int) -> Node:
         """The same line at another place (in a copy of the file)."""

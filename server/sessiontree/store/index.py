@@ -22,6 +22,7 @@ class SessionIndex:
         self.raw_name: Any = None
         self.leaf_id: str | None = None
         self.version = 0  # counts additions, so derived views know when to rebuild
+        self.anchors_hold = True  # false once an id repeats: a later line may change an earlier path
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -31,7 +32,9 @@ class SessionIndex:
 
     def add(self, node: Node, line: int, warnings: list[Warning], follow_leaf: bool = False) -> None:
         """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
+        self._anchor(node)
         if node.id in self.by_id:
+            self.anchors_hold = False
             warnings.append(
                 Warning(
                     "duplicate-id",
@@ -49,6 +52,27 @@ class SessionIndex:
             self.raw_name = node.setting
         if not follow_leaf or node.parent_id == self.leaf_id:
             self.leaf_id = node.id
+
+    def _anchor(self, node: Node) -> None:
+        """Carry the path's settings and last compaction down from the parent, so a context need
+        not walk to the root. Only a path that was whole when the entry arrived is anchored."""
+        if node.parent_id is None:
+            thinking = model = compaction = None
+            node.anchored = True
+        else:
+            parent = self.by_id.get(node.parent_id)
+            if parent is None:  # an orphan for now: its parent may still turn up later in the file
+                return
+            thinking, model, compaction = parent.thinking_from, parent.model_from, parent.compaction_from
+            node.anchored = parent.anchored
+        kind = node.type
+        if kind == "thinking_level_change":
+            thinking = node
+        elif kind == "model_change" or (kind == "message" and node.role == "assistant"):
+            model = node
+        elif kind == "compaction":
+            compaction = node
+        node.thinking_from, node.model_from, node.compaction_from = thinking, model, compaction
 
     def _apply_label(self, node: Node, line: int, warnings: list[Warning]) -> None:
         target, label = node.setting

@@ -108,6 +108,61 @@ _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 
 def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
     """pi's buildSessionContext for `leaf_id` (None: the empty context)."""
+    leaf = index.get(leaf_id) if leaf_id is not None else None
+    if leaf is not None and leaf.anchored and index.anchors_hold:
+        return _build_from_anchors(index, leaf, load)
+    return _build_by_walking(index, leaf_id, load)
+
+
+def _build_from_anchors(index: SessionIndex, leaf: Node, load: LoadEntry) -> Context:
+    """Walk only from the leaf back to its last compaction (and on to the first kept entry):
+    the settings and the compaction come from the leaf's anchors."""
+    context = Context(leaf.id)
+    for setting in (leaf.thinking_from, leaf.model_from):
+        if setting is not None:
+            context.note_setting(setting)
+    compaction = leaf.compaction_from
+    emitted = _up_to(index, leaf, compaction)
+    if compaction is not None:
+        entry = load(compaction)
+        context.messages.append(compaction_summary_message(entry))
+        emitted = _kept_above(index, compaction, entry.get("firstKeptEntryId")) + emitted
+    for node in emitted:
+        if node.type in _MESSAGE_TYPES:
+            context.add_message(node, load(node))
+    return context
+
+
+def _parent(index: SessionIndex, node: Node) -> Node | None:
+    return index.get(node.parent_id) if node.parent_id else None
+
+
+def _up_to(index: SessionIndex, leaf: Node, stop: Node | None) -> list[Node]:
+    """The entries after `stop` down to `leaf`, in path order (the whole path if `stop` is None)."""
+    nodes: list[Node] = []
+    node: Node | None = leaf
+    while node is not None and node is not stop:
+        nodes.append(node)
+        node = _parent(index, node)
+    nodes.reverse()
+    return nodes
+
+
+def _kept_above(index: SessionIndex, compaction: Node, first_kept_id: Any) -> list[Node]:
+    """The entries from `firstKeptEntryId` down to the compaction (none if it is not on the path)."""
+    nodes: list[Node] = []
+    node = _parent(index, compaction)
+    while node is not None:
+        nodes.append(node)
+        if node.id == first_kept_id:
+            nodes.reverse()
+            return nodes
+        node = _parent(index, node)
+    return []
+
+
+def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
+    """The general case (damaged trees: orphans, cycles, repeated ids): the whole path, walked safely."""
     context = Context(leaf_id)
     path = walk_path(index, leaf_id, context.warnings)
     compaction: Node | None = None
