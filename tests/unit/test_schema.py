@@ -25,7 +25,8 @@ TRANSCRIPTS = sorted((ROOT / "tests" / "transcripts").glob("*.jsonl"))
 def test_committed_schema_is_fresh() -> None:
     assert COMMITTED.read_bytes() == schema.render(), (
         "clients/node/src/protocol.schema.json is stale: run "
-        "`python -m sessiontree.schema > clients/node/src/protocol.schema.json`"
+        "`python -m sessiontree.schema > clients/node/src/protocol.schema.json`, "
+        "then `node clients/node/scripts/generate-types.mjs` for the TypeScript types"
     )
 
 
