@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 # orjson writes every float with a "." or an exponent, and an integer JavaScript cannot hold
-# exactly has at least 16 digits; no match means no number to redo.
-_MAYBE_JS_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{16}")
+# exactly has at least 16 digits; a number follows ":", "," or "[" (strings rarely look like
+# that, and a false match costs only a walk). No match means no number to redo.
+_MAYBE_JS_NUMBER = re.compile(rb"[:,\[]-?[0-9]+[.eE]|[:,\[]-?[0-9]{16}")
 _MAX_SAFE_INTEGER = 2**53 - 1  # beyond it, JSON.parse rounds integers to the nearest double
 
 
