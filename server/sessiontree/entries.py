@@ -8,8 +8,9 @@ daemon does not know are never touched: lines are only ever read or appended.
 
 from __future__ import annotations
 
-import secrets
+import random
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
@@ -62,8 +63,9 @@ def js_trim(text: str) -> str:
 
 def now_iso() -> str:
     """The current time as JavaScript's `toISOString()` writes it (milliseconds, `Z`)."""
-    now = datetime.now(timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    ms = time.time_ns() // 1_000_000
+    seconds, millis = divmod(ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -83,10 +85,15 @@ def iso_to_ms(value: Any) -> int | None:
     return (parsed - _EPOCH) // _MILLISECOND
 
 
+# Ids need to be unpredictable enough not to collide with other writers' (checked anyway), not
+# secret: a generator seeded once from the OS saves a system call per entry.
+_ids: Final = random.Random()
+
+
 def new_entry_id(taken: Any) -> str:
     """8 lowercase hex characters (pi: the first 8 of a random UUID), re-drawn on collision."""
     while True:
-        candidate = secrets.token_hex(4)
+        candidate = f"{_ids.getrandbits(32):08x}"
         if candidate not in taken:
             return candidate
 

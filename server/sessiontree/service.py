@@ -257,10 +257,7 @@ class SessionService:
         expected_leaf: protocol.MaybeId = UNSET,
         sources: list[str] | None = None,
     ) -> AppendResult:
-        opened.sync()  # report other writers' entries as they stand before this append
-        leaf_before = opened.session.index.leaf_id
-        written, others = opened.session.append(entries, parent, expected_leaf, sources)
-        opened.took_in(others, leaf_before)  # any that slipped in since, taken in under the lock
+        written, _ = opened.session.append(entries, parent, expected_leaf, sources, took_in=opened.took_in)
         for appended in written:
             opened.context_cache.extend(appended.node, appended.entry)
         return _append_result(written, opened.session.index.leaf_id)

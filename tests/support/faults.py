@@ -20,7 +20,7 @@ class CrashingStorage(MemoryStorage):
         self.durability = durability
         self.synced = len(data)
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, size: int | None = None) -> None:
         super().append(data)
         if self.durability == "fsync":
             self.synced = len(self.data)
@@ -51,7 +51,7 @@ class FailingStorage(MemoryStorage):
         self.failure_rate = failure_rate
         self.failures = 0
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, size: int | None = None) -> None:
         if self.rng.random() < self.failure_rate:
             self.failures += 1
             raise OSError(self.rng.choice([errno.ENOSPC, errno.EIO, errno.EDQUOT]), "injected failure")

@@ -191,7 +191,7 @@ def test_a_file_rewritten_under_us_is_an_error_not_a_misread(make_storage: Stora
 
 
 class _FullDisk(MemoryStorage):
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, size: int | None = None) -> None:
         raise OSError(28, "No space left on device")
 
 

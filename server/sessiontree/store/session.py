@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .. import jsonfmt
@@ -52,6 +52,7 @@ class Session:
         self.end = 0  # every byte before this has been taken in
         self.unterminated = False  # the file does not end with "\n" at `end`
         self._line_no = 0
+        self.size_seen = 0  # the file's size at the last refresh (exact while the lock is held)
 
     # ------------------------------------------------------------------ loading
 
@@ -194,7 +195,7 @@ class Session:
 
     def refresh(self) -> list[Node]:
         """Take in complete lines other processes appended since the last read."""
-        size = self.storage.size()
+        size = self.size_seen = self.storage.size()
         if size == self.end:
             return []
         if size < self.end or not self._still_ends_where_we_left():
@@ -221,16 +222,21 @@ class Session:
         parent: MaybeId = UNSET,
         expected_leaf: MaybeId = UNSET,
         sources: Sequence[str] | None = None,
+        took_in: Callable[[list[Node], str | None], None] | None = None,
     ) -> tuple[list[Appended], list[Node]]:
         """Write entries as a chain below `parent` (default: the leaf) in one write.
 
         `sources` names where each entry came from in the request (`entry`, `entries[2]`,
         or `""` when the entry's fields are the params), so errors name the client's field.
-        Returns what was written and what other writers had appended before it.
+        `took_in(nodes, leaf before)` hears of other writers' entries as they are taken in,
+        before anything is checked or written. Returns what was written and those entries.
         Nothing is written if a check fails.
         """
         with self.storage.lock():
+            leaf_before = self.index.leaf_id
             others = self.refresh()
+            if others and took_in is not None:
+                took_in(others, leaf_before)
             self._check(entries, parent, expected_leaf, sources or _default_sources(len(entries)))
             parent_id = self.index.leaf_id if parent is UNSET else parent
             written = self._write(entries, parent_id)
@@ -272,7 +278,7 @@ class Session:
         return node
 
     def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> list[Appended]:
-        size = self.storage.size()
+        size = self.size_seen  # refreshed under this lock: one fstat per append, not three
         fence = b"\n" if size > self.end or self.unterminated else b""
         taken = set()
         lines: list[dict[str, Any]] = []
@@ -284,7 +290,7 @@ class Session:
         encoded = [jsonfmt.dumps(line) for line in lines]
         data = fence + b"".join(line + b"\n" for line in encoded)
         try:
-            self.storage.append(data)
+            self.storage.append(data, size)
         except OSError as exc:
             raise StorageError(f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name) from None
         if fence and size > self.end:

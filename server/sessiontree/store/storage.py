@@ -28,8 +28,9 @@ class Storage(Protocol):
 
     def read(self, offset: int, length: int) -> bytes: ...
 
-    def append(self, data: bytes) -> None:
-        """Write `data` at the end in one write: afterwards the file holds all of it or none."""
+    def append(self, data: bytes, size: int | None = None) -> None:
+        """Write `data` at the end in one write: afterwards the file holds all of it or none.
+        `size`: the file's size now, when the caller knows it (it holds the lock)."""
 
     def truncate(self, size: int) -> None: ...
 
@@ -69,8 +70,8 @@ class FileStorage:
     def read(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
 
-    def append(self, data: bytes) -> None:
-        before = self.size()
+    def append(self, data: bytes, size: int | None = None) -> None:
+        before = self.size() if size is None else size
         try:
             written = os.write(self._fd, data)
             if written != len(data):
@@ -136,7 +137,7 @@ class MemoryStorage:
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self.data[offset : offset + length])
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, size: int | None = None) -> None:
         self.data += data
 
     def truncate(self, size: int) -> None:

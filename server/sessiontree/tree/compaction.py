@@ -14,7 +14,14 @@ import attrs
 from ..jsstring import js_truthy
 from ..protocol import CompactionSettings, SummaryPrompt
 from .projection import branch_summary_message, compaction_summary_message, custom_message
-from .summary_text import FileOps, extract_file_ops, file_lists, format_file_operations, history_prompt, turn_prefix_prompt
+from .summary_text import (
+    FileOps,
+    extract_file_ops,
+    file_lists,
+    format_file_operations,
+    history_prompt,
+    turn_prefix_prompt,
+)
 from .tokens import Number, estimate_context_tokens, estimate_tokens
 
 NO_PRIOR_HISTORY: Final = "No prior history."
