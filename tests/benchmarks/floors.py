@@ -27,6 +27,7 @@ import orjson
 
 from sessiontree import protocol as p
 from sessiontree.entries import decode_skeleton
+from sessiontree.jsonfmt import dumps_wire
 from sessiontree.service import ServiceConfig, SessionService
 
 
@@ -77,13 +78,13 @@ def engine_steps(path: Path) -> dict[str, float]:
         times["service.context (first)"] = best(lambda: service.context(p.ContextParams(sid)), reps=1)
         times["service.context (cached)"] = best(lambda: service.context(p.ContextParams(sid)))
         context = service.context(p.ContextParams(sid))
-        times["orjson.dumps(context messages)"] = best(lambda: orjson.dumps(context.messages))
+        times["jsonfmt.dumps_wire(context messages)"] = best(lambda: dumps_wire(context.messages))
         times["service.tree (first)"] = best(lambda: service.tree(p.TreeParams(sid)), reps=1)
         times["service.tree (again)"] = best(lambda: service.tree(p.TreeParams(sid)))
         entries = service.entries(p.EntriesParams(sid, path_to=leaf))
         times["service.entries pathTo (path)"] = best(lambda: service.entries(p.EntriesParams(sid, path_to=leaf)))
-        times["orjson.dumps(path entries)"] = best(lambda: orjson.dumps(entries.entries))
-        wire = orjson.dumps(entries.entries)
+        times["jsonfmt.dumps_wire(path entries)"] = best(lambda: dumps_wire(entries.entries))
+        wire = dumps_wire(entries.entries)
         times["orjson.loads(path entries) (client)"] = best(lambda: orjson.loads(wire))
         times["path bytes on the wire (MB)"] = len(wire) / 1e6
         times["service.fork (leaf path)"] = best(lambda: service.fork(p.ForkParams(sid, entry_id=leaf)), reps=1)
