@@ -367,20 +367,12 @@ class FuzzDaemon(RawDaemon):
     """Strict framing as RawDaemon, but bodies parsed by the json module: the daemon may rightly
     echo lone surrogate escapes and big integers back, which orjson refuses."""
 
-    def _read_stdout(self) -> None:
-        out = self.process.stdout
-        assert out is not None
-        while line := out.readline():
-            try:
-                if not line.startswith(b"Content-Length: ") or not line.endswith(b"\r\n"):
-                    raise OutputError(f"bad header line from the daemon: {line!r}")
-                if (blank := out.readline()) != b"\r\n":
-                    raise OutputError(f"expected a blank line, got {blank!r}")
-                body = out.read(int(line[16:-2]))
-                self.messages.put(json.loads(body))
-            except Exception as exc:  # surfaced by next()
-                self.messages.put(OutputError(f"{exc}: {line!r}"))
-                return
+    parse = staticmethod(json.loads)
+
+    def _output_error(self, exc: Exception, line: bytes) -> Exception:
+        return OutputError(f"{exc}: {line!r}")
+
+    def _output_ended(self) -> None:
         self.messages.put(EndOfOutput("the daemon closed its output"))
 
 
