@@ -98,7 +98,7 @@ class OpenSession:
             self._tree = (version, flat_tree(self.session.index, self.preview, warnings), warnings)
         return self._tree[1], self._tree[2]
 
-    def preview(self, node: Any) -> str | None:
+    def preview(self, node: Node) -> str | None:
         if node.offset not in self.previews:
             self.previews[node.offset] = preview_of_line(self.session.raw(node))
         return self.previews[node.offset]
