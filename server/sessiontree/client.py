@@ -12,10 +12,11 @@ own classes for their codes (`except LeafConflict:` works), `RpcError` for the r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -27,6 +28,9 @@ from .rpc.framing import Frame, FrameDecoder, Rejected
 from .rpc.stdio import READ_CHUNK
 
 NotificationHandler = Callable[[str, Any], None]
+# Answers the daemon's `sessiontree/summarize`: the prepared payload in, the model's text out.
+Summarizer = Callable[[protocol.SummarizeParams], Awaitable[protocol.SummarizeResult]]
+SUMMARIZE: Final = "sessiontree/summarize"
 
 _ERRORS_BY_CODE: Final = {cls.code: cls for cls in ALL_ERRORS}
 _STDERR_LINES: Final = 50
@@ -76,10 +80,15 @@ class SessionTreeClient:
         sessions_dir: Path | None = None,
         env: dict[str, str] | None = None,
         on_notification: NotificationHandler | None = None,
+        summarize: Summarizer | None = None,
     ) -> None:
+        """`summarize`, when given, is announced in `initialize` and answers the daemon's summary
+        requests (session/compact, session/navigate); a `$/cancelRequest` from the daemon cancels it."""
         self.command = list(command) if command is not None else server_command(sessions_dir)
         self.env = env
         self.on_notification = on_notification
+        self.summarize = summarize
+        self._answering: dict[Any, asyncio.Task[None]] = {}  # the daemon's requests being answered
         self.notification_handlers: dict[str, Callable[[Any], None]] = {}
         self.initialize_result: dict[str, Any] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES)
@@ -101,7 +110,8 @@ class SessionTreeClient:
             env=env,
         )
         self._tasks = [asyncio.create_task(self._read_frames()), asyncio.create_task(self._read_stderr())]
-        params = {"processId": os.getpid(), "capabilities": {}, "initializationOptions": initialization_options}
+        capabilities = {"experimental": {"sessiontree": {"summarize": True}}} if self.summarize else {}
+        params = {"processId": os.getpid(), "capabilities": capabilities, "initializationOptions": initialization_options}
         self.initialize_result = await self.request("initialize", params)
         self.notify("initialized", {})
         return self.initialize_result
@@ -183,9 +193,10 @@ class SessionTreeClient:
         if not isinstance(message, dict):
             return
         if "method" in message:
-            if "id" in message:  # a request from the daemon: we serve none yet
-                error = {"code": -32601, "message": f"method not found: {message['method']}"}
-                self._write({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            if "id" in message:
+                self._answer(message)
+            elif message["method"] == "$/cancelRequest":
+                self._cancel_answer(message.get("params"))
             else:
                 self._notified(message["method"], message.get("params"))
             return
@@ -196,6 +207,35 @@ class SessionTreeClient:
             future.set_exception(error_from_wire(message["error"]))
         else:
             future.set_result(message.get("result"))
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        """A request from the daemon: summarise if we can, else method not found."""
+        msg_id = message["id"]
+        if message["method"] != SUMMARIZE or self.summarize is None:
+            error = {"code": -32601, "message": f"method not found: {message['method']}"}
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error})
+            return
+        task = asyncio.get_running_loop().create_task(self._summarize(msg_id, message.get("params")))
+        self._answering[msg_id] = task
+        task.add_done_callback(lambda _: self._answering.pop(msg_id, None))
+
+    async def _summarize(self, msg_id: Any, raw: Any) -> None:
+        assert self.summarize is not None
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id}
+        try:
+            params = converter.structure(raw, protocol.SummarizeParams)
+            reply["result"] = to_wire(await self.summarize(params))
+        except asyncio.CancelledError:
+            reply["error"] = {"code": -32800, "message": "summary cancelled"}
+        except Exception as exc:  # the model failed: the daemon appends nothing and reports it
+            reply["error"] = {"code": -32603, "message": f"summarize failed: {exc}"}
+        with contextlib.suppress(DaemonGone):
+            self._write(reply)
+
+    def _cancel_answer(self, params: Any) -> None:
+        task = self._answering.get(params.get("id")) if isinstance(params, dict) else None
+        if task is not None:
+            task.cancel()
 
     def _notified(self, method: str, params: Any) -> None:
         if (handler := self.notification_handlers.get(method)) is not None:

@@ -505,6 +505,15 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
 }
 
+# Requests the daemon sends to a client that announced it can answer them.
+CLIENT_REQUESTS: Final[dict[str, MethodTypes]] = {
+    "sessiontree/summarize": MethodTypes(
+        SummarizeParams,
+        SummarizeResult,
+        "Summarise for a compaction or a branch summary (session/compact, session/navigate).",
+    ),
+}
+
 # Notifications the daemon sends, by method, with their params class.
 NOTIFICATIONS: Final[dict[str, type]] = {
     "session/didChange": DidChangeParams,
@@ -545,6 +554,12 @@ def _structure_token(value: Any, _type: Any) -> int | str | None:
     raise ValueError(f"expected an integer or a string, got {type(value).__name__}")
 
 
+def _structure_number(value: Any, _type: Any) -> float | int:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"expected a number, got {type(value).__name__}")
+
+
 def _structure_object(value: Any, _type: Any) -> JsonObject:
     if not isinstance(value, dict):
         raise ValueError(f"expected an object, got {type(value).__name__}")
@@ -567,6 +582,8 @@ def make_converter() -> cattrs.Converter:
         conv.register_structure_hook(kind, _strict(kind))
     conv.register_structure_hook(MaybeId, _structure_maybe_id)
     conv.register_structure_hook(int | str | None, _structure_token)
+    for number in (float | int, int | float):
+        conv.register_structure_hook(number, _structure_number)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
     # Entries, messages and headers are JSON already: walking them again would only copy them.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from sessiontree import protocol as p
 from sessiontree.client import RpcError, SessionTreeClient, SyncSessionTreeClient
-from sessiontree.errors import LeafConflict, SessionNotFound
+from sessiontree.errors import LeafConflict, SessionNotFound, SummaryFailed
 from sessiontree.server import _service_call
 
 
@@ -68,3 +69,57 @@ def test_sync_client_and_exit_code(sessions_dir: Path) -> None:
     created = client.create(p.CreateParams(cwd="/x"))
     assert client.info(p.SessionParams(session_id=created.session_id)).entry_count == 0
     assert client.stop() == 0
+
+
+def _turns(count: int) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for turn in range(count):
+        entries.append(user(f"Question {turn}: " + "why " * 30))
+        message = {"role": "assistant", "content": [{"type": "text", "text": "because " * 30}], "provider": "p",
+                   "model": "m", "usage": {"totalTokens": 120}, "stopReason": "stop", "timestamp": 2}
+        entries.append({"type": "message", "message": message})
+    return entries
+
+
+async def test_the_client_answers_the_daemons_summary_requests(sessions_dir: Path) -> None:
+    asked: list[p.SummarizeParams] = []
+
+    async def summarize(params: p.SummarizeParams) -> p.SummarizeResult:
+        asked.append(params)
+        return p.SummarizeResult(summary="## Goal\nTest the client.", turn_prefix_summary="prefix")
+
+    async with SessionTreeClient(sessions_dir=sessions_dir, summarize=summarize) as client:
+        sid = (await client.create(p.CreateParams(cwd="/work/project"))).session_id
+        await client.append(p.AppendParams(sid, entries=_turns(4)))
+        settings = p.CompactionSettings(keep_recent_tokens=50)
+        committed = await client.compact(p.CompactParams(sid, settings=settings))
+        assert asked and asked[0].kind == "compaction" and asked[0].compaction is not None
+        stored = (await client.entries(p.EntriesParams(sid, ids=[committed.entry["id"]]))).entries[0]
+        assert stored == committed.entry and committed.leaf_id == stored["id"]
+        assert stored["type"] == "compaction" and stored["summary"].startswith("## Goal\nTest the client.")
+
+
+async def test_a_failing_or_slow_summarizer_appends_nothing(sessions_dir: Path) -> None:
+    async def fails(params: p.SummarizeParams) -> p.SummarizeResult:
+        raise RuntimeError("the model is down")
+
+    cancelled: list[bool] = []
+
+    async def hangs(params: p.SummarizeParams) -> p.SummarizeResult:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:  # the daemon gave up waiting and said so
+            cancelled.append(True)
+            raise
+        raise AssertionError("not cancelled")
+
+    for summarize, error in ((fails, SummaryFailed), (hangs, SummaryFailed)):
+        async with SessionTreeClient(sessions_dir=sessions_dir, summarize=summarize) as client:
+            sid = (await client.create(p.CreateParams(cwd="/work/project"))).session_id
+            await client.append(p.AppendParams(sid, entries=_turns(4)))
+            before = (await client.info(p.SessionParams(sid))).entry_count
+            with pytest.raises(error):
+                settings = p.CompactionSettings(keep_recent_tokens=50)
+                await client.compact(p.CompactParams(sid, settings=settings, timeout_ms=300))
+            assert (await client.info(p.SessionParams(sid))).entry_count == before
+    assert cancelled == [True]
