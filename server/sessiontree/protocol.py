@@ -16,8 +16,10 @@ from typing import Any, Final, Literal
 
 import attrs
 import cattrs
+import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from . import jsonfmt
 from .errors import InvalidParams
 
 FORMAT_VERSION: Final = 3
@@ -339,6 +341,13 @@ class TreeNode:
     preview: str | None = None
 
 
+class TreeNodes(list[TreeNode]):
+    """The nodes of a tree, remembering their wire form: a session's tree is sent again and again
+    while nothing is appended, and converting 100,000 nodes costs more than building them."""
+
+    wire: Any = None
+
+
 @attrs.define
 class TreeResult:
     leaf_id: str | None
@@ -566,6 +575,19 @@ def _structure_object(value: Any, _type: Any) -> JsonObject:
     return value
 
 
+def _tree_nodes_to_wire(conv: cattrs.Converter) -> Any:
+    unstructure = conv.get_unstructure_hook(list[TreeNode])
+
+    def hook(nodes: list[TreeNode]) -> Any:
+        if not isinstance(nodes, TreeNodes):
+            return unstructure(nodes)
+        if nodes.wire is None:
+            nodes.wire = orjson.Fragment(jsonfmt.dumps_wire(unstructure(nodes)))
+        return nodes.wire
+
+    return hook
+
+
 def _is_json_payload(kind: Any) -> bool:
     """Fields declared as JSON (objects, or lists of JSON values) hold plain JSON or RawJson:
     nothing to convert. (A bare `Any` is left to cattrs: it may hold an attrs object.)"""
@@ -602,6 +624,7 @@ def make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    conv.register_unstructure_hook_func(lambda t: t == list[TreeNode], _tree_nodes_to_wire(conv))
     return conv
 
 

@@ -60,7 +60,7 @@ class OpenSession:
         self.subscribed = False
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
-        self._tree: tuple[int, list[protocol.TreeNode], list[Warning]] | None = None  # (index version, ...)
+        self._tree: tuple[int, protocol.TreeNodes, list[Warning]] | None = None  # (index version, ...)
         self.context_window: int | None = None  # registered with session/configure, for advice
         self.compaction_settings = protocol.CompactionSettings()
 
@@ -90,12 +90,13 @@ class OpenSession:
                 )
             )
 
-    def tree(self) -> tuple[list[protocol.TreeNode], list[Warning]]:
+    def tree(self) -> tuple[protocol.TreeNodes, list[Warning]]:
         """The flat tree, built again only when an entry was added since (moving the leaf changes no node)."""
         version = self.session.index.version
         if self._tree is None or self._tree[0] != version:
             warnings: list[Warning] = []
-            self._tree = (version, flat_tree(self.session.index, self.preview, warnings), warnings)
+            nodes = protocol.TreeNodes(flat_tree(self.session.index, self.preview, warnings))
+            self._tree = (version, nodes, warnings)
         return self._tree[1], self._tree[2]
 
     def preview(self, node: Node) -> str | None:

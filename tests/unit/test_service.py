@@ -291,3 +291,23 @@ def test_a_fork_is_indexed_exactly_as_a_scan_of_its_file_would_index_it(service:
         assert shape(adopted) == shape(scanned)
         assert (adopted.index.labels, adopted.index.leaf_id, adopted.end) == (scanned.index.labels, scanned.index.leaf_id, scanned.end)
         assert adopted.header == scanned.header
+
+
+def test_the_tree_on_the_wire_follows_appends_and_labels(service: SessionService) -> None:
+    import orjson
+
+    from sessiontree.jsonfmt import dumps_wire
+
+    def wire_tree(sid: str) -> dict[str, Any]:
+        return orjson.loads(dumps_wire(p.to_wire(service.tree(p.TreeParams(sid)))))
+
+    sid = service.create(p.CreateParams(CWD)).session_id
+    first = _append(service, sid, _msg("user", "a"))
+    assert [n["id"] for n in wire_tree(sid)["nodes"]] == [first.id]
+    assert wire_tree(sid) == wire_tree(sid)  # the cached form, sent again
+    second = _append(service, sid, _msg("assistant", "b"))
+    service.label(p.LabelParams(sid, first.id, "start"))
+    nodes = wire_tree(sid)["nodes"]
+    assert [n["id"] for n in nodes][:2] == [first.id, second.id] and nodes[0]["label"] == "start"
+    service.branch(p.BranchParams(sid, first.id))
+    assert wire_tree(sid)["leafId"] == first.id  # the leaf is not part of the cached nodes
