@@ -10,7 +10,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from support.daemon import RawDaemon, sessions_root
+from support.daemon import RawDaemon, daemon_pool, sessions_root
 from support.lsp import make_client, server_command
 
 
@@ -34,16 +34,8 @@ async def client(sessions_dir: Path) -> AsyncIterator[LanguageClient]:
 @pytest.fixture
 def start_daemon() -> Iterator[Callable[..., RawDaemon]]:
     """Start daemons (`serve` + the given arguments) driven with raw bytes; killed at the end."""
-    started: list[RawDaemon] = []
-
-    def start(*args: str, env: dict[str, str] | None = None) -> RawDaemon:
-        daemon = RawDaemon(*args, env=env)
-        started.append(daemon)
-        return daemon
-
-    yield start
-    for daemon in started:
-        daemon.kill()
+    with daemon_pool() as start:
+        yield start
 
 
 @pytest.fixture

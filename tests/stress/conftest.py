@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from support.daemon import RawDaemon
+from support.daemon import RawDaemon, daemon_pool
 
 
 @dataclass
@@ -70,13 +70,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture
 def spawned() -> Iterator[Callable[..., RawDaemon]]:
     """Start daemons of any RawDaemon class; every one still running at teardown is killed."""
-    started: list[RawDaemon] = []
-
-    def spawn(*args: str, cls: type[RawDaemon] = RawDaemon, env: dict[str, str] | None = None) -> RawDaemon:
-        daemon = cls(*args, env=env)
-        started.append(daemon)
-        return daemon
-
-    yield spawn
-    for daemon in started:
-        daemon.kill()
+    with daemon_pool() as spawn:
+        yield spawn

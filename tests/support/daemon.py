@@ -6,12 +6,13 @@ that the daemon frames its own messages correctly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,20 @@ def sessions_root(tmp_path: Path) -> Path:
     root = tmp_path / "sessions"
     root.mkdir()
     return root
+
+
+@contextlib.contextmanager
+def daemon_pool() -> Iterator[Callable[..., RawDaemon]]:
+    """Start daemons (`serve` + arguments, of any RawDaemon class); every one is killed at the end."""
+    started: list[RawDaemon] = []
+
+    def start(*args: str, cls: type[RawDaemon] = RawDaemon, env: dict[str, str] | None = None) -> RawDaemon:
+        daemon = cls(*args, env=env)
+        started.append(daemon)
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            daemon.kill()
