@@ -126,45 +126,23 @@ class _LineSkeleton(msgspec.Struct, gc=False):
 _skeleton_decoder: Final = msgspec.json.Decoder(_LineSkeleton)
 
 
-class Node:
-    """What the index keeps per entry line: small, no payload."""
+class Node(msgspec.Struct, gc=False):
+    """One entry line as the index describes it: small, no payload. Made on demand from the
+    index's columns, so two Nodes for one line are equal but not identical."""
 
-    __slots__ = (
-        "id", "parent_id", "type", "timestamp", "offset", "length", "seq", "role", "setting",
-        "anchored", "thinking_from", "model_from", "compaction_from",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        id: str,
-        parent_id: str | None,
-        type: str,
-        timestamp: Any,
-        offset: int,
-        length: int,
-        seq: int,
-        role: str | None,
-        setting: Any,
-    ) -> None:
-        self.id = id
-        self.parent_id = parent_id  # None: a root (null, absent or not a string)
-        self.type = type
-        self.timestamp = timestamp
-        self.offset = offset  # byte offset of the line in the file
-        self.length = length  # bytes of the line without its line end
-        self.seq = seq  # position among the file's entries (file order)
-        self.role = role  # message role, or None
-        self.setting = setting  # thinking level, (provider, model id), (target, label) or name, by type
-        # Set by the index: the nearest thinking change, model setter and compaction on the path from
-        # the root to this entry (itself included), valid when `anchored` (the path was whole when added).
-        self.anchored = False
-        self.thinking_from: Node | None = None
-        self.model_from: Node | None = None
-        self.compaction_from: Node | None = None
+    id: str
+    parent_id: str | None  # None: a root (null, absent or not a string)
+    type: str
+    timestamp: Any
+    offset: int  # byte offset of the line in the file
+    length: int  # bytes of the line without its line end
+    seq: int  # position among the file's entries (file order)
+    role: str | None  # message role, or None
+    setting: Any  # thinking level, (provider, model id), (target, label) or name, by type
 
     def moved(self, offset: int, seq: int) -> Node:
         """The same line at another place (in a copy of the file)."""
-        return Node(self.id, self.parent_id, self.type, self.timestamp, offset, self.length, seq, self.role, self.setting)
+        return msgspec.structs.replace(self, offset=offset, seq=seq)
 
     def __repr__(self) -> str:
         return f"Node({self.id!r}, parent={self.parent_id!r}, type={self.type!r})"
@@ -275,9 +253,7 @@ def validate_entry(entry: dict[str, Any], where: str = "entry") -> str:
     """Check the fields pi relies on for this entry type; returns the type. Raises InvalidParams."""
     type_ = entry.get("type")
     if type_ not in ENTRY_TYPES:
-        raise InvalidParams(
-            f"{where}.type must be one of {', '.join(ENTRY_TYPES)}", field=f"{where}.type", got=type_
-        )
+        raise InvalidParams(f"{where}.type must be one of {', '.join(ENTRY_TYPES)}", field=f"{where}.type", got=type_)
     for key in _ASSIGNED:
         if key in entry:
             raise InvalidParams(f"{where}.{key} is assigned by the daemon and must not be sent", field=f"{where}.{key}")

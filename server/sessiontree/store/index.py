@@ -1,78 +1,238 @@
-"""The in-memory index of one session file: entries in file order and what derives from them."""
+"""The in-memory index of one session file, kept in columns: no object per entry.
+
+A 100,000-entry session is a handful of arrays and two lists of strings, so it
+costs little memory and can be saved to and loaded from an index sidecar
+(`sidecar.py`) without building anything per entry. `Node`s are made on demand
+from the columns.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 from ..entries import Node, js_trim
 from ..protocol import Warning
+from .columns import Codes, SparseCodes
+
+ROOT = -1  # parents column: the entry has no parent
+MISSING = -2  # parents column: the parent id is not in the file (yet)
+UNANCHORED = -1  # anchor column: the path was not whole when the entry arrived
+
+# Entry types that change what the anchors carry down the path (and assistant messages: the model).
+_THINKING, _MODEL, _COMPACTION = "thinking_level_change", "model_change", "compaction"
+
+_SETTERS = {_THINKING: 0, _MODEL: 1, _COMPACTION: 2}  # -> position in an anchor record
+
+Anchors = tuple[Node | None, Node | None, Node | None]  # thinking change, model setter, compaction
 
 
 class SessionIndex:
-    """Entries by id and in file order, labels, the name and the leaf.
+    """Entries in file order, by id, labels, the name and the leaf.
 
-    Everything here is derived from the file and rebuilt by scanning it; nothing
-    is written back. Duplicate ids: the later line wins in lookups (as pi).
+    Everything here is derived from the file and rebuilt by scanning it (or from a
+    sidecar that was checked against it); nothing is written back. Duplicate ids:
+    the later line wins in lookups (as pi).
     """
 
     def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        self.by_id: dict[str, Node] = {}
+        self._ids: list[str] | None = []  # entry id by seq (None: not yet made from a sidecar)
+        self._timestamps: list[Any] | None = []  # `timestamp` as found (any JSON value; None when absent)
+        self._make: dict[str, Callable[[], list[Any]]] = {}  # how to make the lists above, when None
+        self.parents = array("i")  # seq of the parent as resolved when the entry arrived, ROOT or MISSING
+        self.offsets = array("q")  # byte offset of each line
+        self.lengths = array("q")  # bytes of each line without its line end
+        self.kinds = Codes()  # (type, message role or None)
+        self.settings = SparseCodes()  # Node.setting, for the entries that have one
+        # Anchors: per entry, a record of the nearest thinking change, model setter and compaction on
+        # the path from the root to it (itself included), or UNANCHORED. Entries that change none of
+        # them share their parent's record.
+        self.anchor = array("i")
+        self.records = array("i", [-1, -1, -1])  # three seqs (or -1) per record; record 0: a root's
+        self.orphans: dict[int, str] = {}  # seq -> its parent id, not in the file (yet)
+        self._waiting: dict[str, list[int]] = {}  # the same, by parent id
         self.labels: dict[str, tuple[Any, Any]] = {}  # target id -> (label, label entry timestamp)
         self.raw_name: Any = None
         self.leaf_id: str | None = None
         self.version = 0  # counts additions, so derived views know when to rebuild
         self.anchors_hold = True  # false once an id repeats: a later line may change an earlier path
+        self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
 
     def __len__(self) -> int:
-        return len(self.nodes)
+        return len(self.offsets)
 
-    def get(self, entry_id: str) -> Node | None:
+    def defer(self, **make: Callable[[], list[Any]]) -> None:
+        """Make these lists (`ids`, `timestamps`) and the id map when first read (after a sidecar load)."""
+        self._make.update(make)
+        self._ids = self._timestamps = self._by_id = None
+
+    @property
+    def ids(self) -> list[str]:
+        if self._ids is None:
+            self._ids = self._make.pop("ids")()
+        return self._ids
+
+    @property
+    def timestamps(self) -> list[Any]:
+        if self._timestamps is None:
+            self._timestamps = self._make.pop("timestamps")()
+        return self._timestamps
+
+    # ------------------------------------------------------------------ lookups
+
+    @property
+    def by_id(self) -> dict[str, int]:
+        """Entry id -> seq of the last line with that id."""
+        if self._by_id is None:
+            self._by_id = dict(zip(self.ids, range(len(self))))
+        return self._by_id
+
+    def seq_of(self, entry_id: str) -> int | None:
         return self.by_id.get(entry_id)
 
-    def add(self, node: Node, line: int, warnings: list[Warning], follow_leaf: bool = False) -> None:
-        """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
-        self._anchor(node)
-        if node.id in self.by_id:
-            self.anchors_hold = False
-            warnings.append(
-                Warning(
-                    "duplicate-id",
-                    f"entry id {node.id} appears again on line {line}; the later line wins",
-                    line=line,
-                    entry_id=node.id,
-                )
-            )
-        self.by_id[node.id] = node
-        self.nodes.append(node)
-        self.version += 1
-        if node.type == "label":
-            self._apply_label(node, line, warnings)
-        elif node.type == "session_info":
-            self.raw_name = node.setting
-        if not follow_leaf or node.parent_id == self.leaf_id:
-            self.leaf_id = node.id
+    def get(self, entry_id: str) -> Node | None:
+        seq = self.by_id.get(entry_id)
+        return None if seq is None else self.node(seq)
 
-    def _anchor(self, node: Node) -> None:
-        """Carry the path's settings and last compaction down from the parent, so a context need
-        not walk to the root. Only a path that was whole when the entry arrived is anchored."""
-        if node.parent_id is None:
-            thinking = model = compaction = None
-            node.anchored = True
-        else:
-            parent = self.by_id.get(node.parent_id)
-            if parent is None:  # an orphan for now: its parent may still turn up later in the file
-                return
-            thinking, model, compaction = parent.thinking_from, parent.model_from, parent.compaction_from
-            node.anchored = parent.anchored
-        kind = node.type
-        if kind == "thinking_level_change":
-            thinking = node
-        elif kind == "model_change" or (kind == "message" and node.role == "assistant"):
-            model = node
-        elif kind == "compaction":
-            compaction = node
-        node.thinking_from, node.model_from, node.compaction_from = thinking, model, compaction
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.by_id
+
+    def node(self, seq: int) -> Node:
+        type_, role = self.kinds.values[self.kinds.codes[seq]]
+        return Node(
+            self.ids[seq],
+            self.parent_id(seq),
+            type_,
+            self.timestamps[seq],
+            self.offsets[seq],
+            self.lengths[seq],
+            seq,
+            role,
+            self.settings.get(seq),
+        )
+
+    @property
+    def nodes(self) -> NodeView:
+        return NodeView(self)
+
+    def type_of(self, seq: int) -> str:
+        return self.kinds.values[self.kinds.codes[seq]][0]
+
+    def parent_id(self, seq: int) -> str | None:
+        parent = self.parents[seq]
+        if parent >= 0:
+            return self.ids[parent]
+        return None if parent == ROOT else self.orphans[seq]
+
+    def parent_seq(self, seq: int) -> int | None:
+        """The parent's seq by id, as pi looks it up (the latest line with the parent's id)."""
+        parent = self.parents[seq]
+        if parent == ROOT:
+            return None
+        if parent >= 0 and self.anchors_hold:  # no id repeats: the seq found on arrival still holds
+            return parent
+        parent_id = self.parent_id(seq)
+        return self.by_id.get(parent_id) if parent_id else None  # pi's walk stops at a "" parent
+
+    def parent(self, node: Node) -> Node | None:
+        seq = self.parent_seq(node.seq)
+        return None if seq is None else self.node(seq)
+
+    def anchors(self, seq: int) -> Anchors | None:
+        """The leaf's anchors, None if its path was not whole when it arrived."""
+        record = self.anchor[seq]
+        if record == UNANCHORED:
+            return None
+        found = self.records[3 * record : 3 * record + 3]
+        return tuple(None if at < 0 else self.node(at) for at in found)  # type: ignore[return-value]
+
+    @property
+    def name(self) -> str | None:
+        """pi 0.73: the newest session_info wins; a blank name clears it."""
+        return js_trim(self.raw_name) or None if isinstance(self.raw_name, str) else None
+
+    @property
+    def cursor(self) -> str | None:
+        """The id of the last entry in file order: where a follower resumes."""
+        return self.ids[-1] if len(self) else None
+
+    # ------------------------------------------------------------------ adding
+
+    def add(self, node: Node, line: int, warnings: list[Warning], follow_leaf: bool = False) -> None:
+        """Index one entry. `follow_leaf`: move the leaf only when `node` continues it.
+        (Runs once per line on open: written for speed, columns reached directly.)"""
+        by_id = self._by_id
+        if by_id is None or self._make:
+            by_id = self._make_all()
+        seq = len(self.offsets)
+        entry_id, kind, role, setting, parent_id = node.id, node.type, node.role, node.setting, node.parent_id
+        if entry_id in by_id:
+            self._note_duplicate(entry_id, line, warnings)
+        parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
+        if parent == MISSING:
+            self._note_orphan(seq, parent_id)  # type: ignore[arg-type]
+        self._ids.append(entry_id)  # type: ignore[union-attr]
+        self._timestamps.append(node.timestamp)  # type: ignore[union-attr]
+        self.parents.append(parent)
+        self.offsets.append(node.offset)
+        self.lengths.append(node.length)
+        self.kinds.add((kind, role))
+        if setting is not None:
+            self.settings.put(seq, setting)
+        anchor = self.anchor
+        record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
+        if record != UNANCHORED and (kind in _SETTERS or role == "assistant" and kind == "message"):
+            records = self.records
+            base = 3 * record
+            found = [records[base], records[base + 1], records[base + 2]]
+            found[_SETTERS.get(kind, 1)] = seq
+            records.extend(found)
+            record = len(records) // 3 - 1
+        anchor.append(record)
+        if self._waiting and entry_id in self._waiting:
+            self._adopt_orphans(entry_id, seq)
+        by_id[entry_id] = seq
+        self.version += 1
+        if kind == "label":
+            self._apply_label(node, line, warnings)
+        elif kind == "session_info":
+            self.raw_name = setting
+        if not follow_leaf or parent_id == self.leaf_id:
+            self.leaf_id = entry_id
+
+    def _make_all(self) -> dict[str, int]:
+        self.ids, self.timestamps  # noqa: B018 (made on first read)
+        return self.by_id
+
+    def _note_duplicate(self, entry_id: str, line: int, warnings: list[Warning]) -> None:
+        self.anchors_hold = False
+        warnings.append(
+            Warning(
+                "duplicate-id",
+                f"entry id {entry_id} appears again on line {line}; the later line wins",
+                line=line,
+                entry_id=entry_id,
+            )
+        )
+
+    def _note_orphan(self, seq: int, parent_id: str) -> None:
+        self.orphans[seq] = parent_id
+        if parent_id:  # pi's walk stops at a "" parent: nothing waits for it
+            self._waiting.setdefault(parent_id, []).append(seq)
+
+    def _adopt_orphans(self, entry_id: str, seq: int) -> None:
+        """A parent turned up after its children: they resolve to it from now on (unanchored)."""
+        for child in self._waiting.pop(entry_id):
+            self.parents[child] = seq
+            del self.orphans[child]
+
+    def restore_waiting(self) -> None:
+        """Rebuild the orphans-by-parent map (after a sidecar load)."""
+        self._waiting = {}
+        for seq, parent_id in self.orphans.items():
+            if parent_id:
+                self._waiting.setdefault(parent_id, []).append(seq)
 
     def _apply_label(self, node: Node, line: int, warnings: list[Warning]) -> None:
         target, label = node.setting
@@ -92,12 +252,29 @@ class SessionIndex:
         else:
             self.labels.pop(target, None)
 
-    @property
-    def name(self) -> str | None:
-        """pi 0.73: the newest session_info wins; a blank name clears it."""
-        return js_trim(self.raw_name) or None if isinstance(self.raw_name, str) else None
 
-    @property
-    def cursor(self) -> str | None:
-        """The id of the last entry in file order: where a follower resumes."""
-        return self.nodes[-1].id if self.nodes else None
+class NodeView(Sequence[Node]):
+    """The entries in file order as Nodes, made as they are read."""
+
+    def __init__(self, index: SessionIndex) -> None:
+        self.index = index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @overload
+    def __getitem__(self, position: int) -> Node: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[Node]: ...
+    def __getitem__(self, position: int | slice) -> Node | list[Node]:
+        if isinstance(position, slice):
+            return [self.index.node(seq) for seq in range(len(self.index))[position]]
+        if position < 0:
+            position += len(self.index)
+        if not 0 <= position < len(self.index):
+            raise IndexError(position)
+        return self.index.node(position)
+
+    def __iter__(self) -> Iterator[Node]:
+        node = self.index.node
+        return (node(seq) for seq in range(len(self.index)))

@@ -16,6 +16,7 @@ import msgspec
 from ..entries import Node, iso_to_ms, model_of
 from ..protocol import Warning
 from ..store import SessionIndex
+from ..store.index import Anchors
 
 LoadEntry = Callable[[Node], dict[str, Any]]
 
@@ -34,7 +35,7 @@ def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[Warning] 
             break
         seen.add(node.id)
         path.append(node)
-        node = index.get(node.parent_id) if node.parent_id else None
+        node = index.parent(node)
     path.reverse()
     return path
 
@@ -95,7 +96,9 @@ class Context:
                 self.messages.append(message)
             else:
                 self.warnings.append(
-                    Warning("message-without-message", f"message entry {node.id} has no message; skipped", entry_id=node.id)
+                    Warning(
+                        "message-without-message", f"message entry {node.id} has no message; skipped", entry_id=node.id
+                    )
                 )
         elif node.type == "custom_message":
             self.messages.append(custom_message(entry))
@@ -109,19 +112,20 @@ _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
     """pi's buildSessionContext for `leaf_id` (None: the empty context)."""
     leaf = index.get(leaf_id) if leaf_id is not None else None
-    if leaf is not None and leaf.anchored and index.anchors_hold:
-        return _build_from_anchors(index, leaf, load)
+    anchors = index.anchors(leaf.seq) if leaf is not None and index.anchors_hold else None
+    if leaf is not None and anchors is not None:
+        return _build_from_anchors(index, leaf, anchors, load)
     return _build_by_walking(index, leaf_id, load)
 
 
-def _build_from_anchors(index: SessionIndex, leaf: Node, load: LoadEntry) -> Context:
+def _build_from_anchors(index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry) -> Context:
     """Walk only from the leaf back to its last compaction (and on to the first kept entry):
     the settings and the compaction come from the leaf's anchors."""
     context = Context(leaf.id)
-    for setting in (leaf.thinking_from, leaf.model_from):
+    thinking, model, compaction = anchors
+    for setting in (thinking, model):
         if setting is not None:
             context.note_setting(setting)
-    compaction = leaf.compaction_from
     emitted = _up_to(index, leaf, compaction)
     if compaction is not None:
         entry = load(compaction)
@@ -133,17 +137,14 @@ def _build_from_anchors(index: SessionIndex, leaf: Node, load: LoadEntry) -> Con
     return context
 
 
-def _parent(index: SessionIndex, node: Node) -> Node | None:
-    return index.get(node.parent_id) if node.parent_id else None
-
-
 def _up_to(index: SessionIndex, leaf: Node, stop: Node | None) -> list[Node]:
     """The entries after `stop` down to `leaf`, in path order (the whole path if `stop` is None)."""
     nodes: list[Node] = []
     node: Node | None = leaf
-    while node is not None and node is not stop:
+    stop_seq = -1 if stop is None else stop.seq
+    while node is not None and node.seq != stop_seq:
         nodes.append(node)
-        node = _parent(index, node)
+        node = index.parent(node)
     nodes.reverse()
     return nodes
 
@@ -151,13 +152,13 @@ def _up_to(index: SessionIndex, leaf: Node, stop: Node | None) -> list[Node]:
 def _kept_above(index: SessionIndex, compaction: Node, first_kept_id: Any) -> list[Node]:
     """The entries from `firstKeptEntryId` down to the compaction (none if it is not on the path)."""
     nodes: list[Node] = []
-    node = _parent(index, compaction)
+    node = index.parent(compaction)
     while node is not None:
         nodes.append(node)
         if node.id == first_kept_id:
             nodes.reverse()
             return nodes
-        node = _parent(index, node)
+        node = index.parent(node)
     return []
 
 
@@ -223,7 +224,9 @@ class ContextCache:
 
 # --------------------------------------------------------------------------- convertToLlm
 
-COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUMMARY_SUFFIX = "</summary>"
@@ -262,7 +265,9 @@ def _to_llm(message: dict[str, Any]) -> dict[str, Any] | None:
     if role == "branchSummary":
         return _user_text(BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX, timestamp)
     if role == "compactionSummary":
-        return _user_text(COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX, timestamp)
+        return _user_text(
+            COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX, timestamp
+        )
     return None  # pi drops roles it does not know
 
 

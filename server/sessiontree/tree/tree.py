@@ -23,7 +23,7 @@ def _forest(index: SessionIndex) -> tuple[list[Node], dict[str, list[Node]]]:
     children: dict[str, list[Node]] = {}
     by_id = index.by_id
     for node in index.nodes:
-        if by_id[node.id] is not node:
+        if by_id[node.id] != node.seq:
             continue  # shadowed by a later line with the same id
         parent = node.parent_id
         if parent is None or parent == node.id or parent not in by_id:
@@ -36,9 +36,7 @@ def _forest(index: SessionIndex) -> tuple[list[Node], dict[str, list[Node]]]:
     return roots, children
 
 
-def _depth_first(
-    roots: list[Node], children: dict[str, list[Node]], seen: set[str]
-) -> Iterator[tuple[Node, int]]:
+def _depth_first(roots: list[Node], children: dict[str, list[Node]], seen: set[str]) -> Iterator[tuple[Node, int]]:
     stack = [(root, 0) for root in reversed(roots)]
     while stack:
         node, depth = stack.pop()
@@ -56,11 +54,9 @@ def flat_tree(index: SessionIndex, preview: Preview, warnings: list[Warning]) ->
     seen: set[str] = set()
     nodes = [_tree_node(node, depth, index, children, preview) for node, depth in _depth_first(roots, children, seen)]
     for node in index.nodes:
-        if node.id in seen or index.by_id[node.id] is not node:
+        if node.id in seen or index.by_id[node.id] != node.seq:
             continue
-        warnings.append(
-            Warning("cycle", f"entry {node.id} is on a parent cycle; shown as a root", entry_id=node.id)
-        )
+        warnings.append(Warning("cycle", f"entry {node.id} is on a parent cycle; shown as a root", entry_id=node.id))
         nodes.extend(
             _tree_node(n, depth, index, children, preview) for n, depth in _depth_first([node], children, seen)
         )
