@@ -2,7 +2,9 @@
 
 The sessions root is resolved late, at `initialize`, because the client may name it in
 `initializationOptions`; the order of precedence is `--sessions-dir` > `$SESSIONTREE_SESSIONS_DIR`
-> `initializationOptions.sessionsDir` > `~/.pi/agent/sessions`.
+> `initializationOptions.sessionsDir` > `~/.pi/agent/sessions`. Index sidecars go to
+`initializationOptions.indexDir`, else `$XDG_CACHE_HOME/sessiontree/index` (`~/.cache/...`);
+`"indexDir": false` turns them off.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class InitOptions:
 
     sessions_dir: str | None = None
     durability: Durability | None = None
+    index_dir: str | bool | None = None  # False: no sidecars; None: the default place
 
 
 def parse_init_options(raw: Any) -> InitOptions:
@@ -51,7 +54,10 @@ def parse_init_options(raw: Any) -> InitOptions:
     durability = raw.get("durability")
     if durability not in (None, "os", "fsync"):
         raise _bad_option(".durability", 'expected "os" or "fsync"', durability)
-    return InitOptions(sessions_dir=sessions_dir, durability=durability)
+    index_dir = raw.get("indexDir")
+    if index_dir is not None and index_dir is not False and (not isinstance(index_dir, str) or not index_dir):
+        raise _bad_option(".indexDir", "expected a non-empty string or false", index_dir)
+    return InitOptions(sessions_dir=sessions_dir, durability=durability, index_dir=index_dir)
 
 
 def _bad_option(suffix: str, expected: str, value: Any) -> InvalidParams:
@@ -68,3 +74,13 @@ def resolve_sessions_dir(flag: Path | None, env: Mapping[str, str], options: Ini
 def resolve_durability(flag: Durability | None, options: InitOptions) -> Durability:
     """Apply the precedence flag > initializationOptions > "os"."""
     return flag or options.durability or "os"
+
+
+def resolve_index_dir(env: Mapping[str, str], options: InitOptions) -> Path | None:
+    """Where index sidecars go: `indexDir`, else the user's cache directory; None when turned off."""
+    if options.index_dir is False:
+        return None
+    if isinstance(options.index_dir, str):
+        return Path(options.index_dir).expanduser().resolve()
+    cache = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(cache) / "sessiontree" / "index"

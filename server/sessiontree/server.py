@@ -44,7 +44,7 @@ from pygls.protocol import (
 )
 
 from .client_summary import Summarizer
-from .config import ServerConfig, parse_init_options, resolve_durability, resolve_sessions_dir
+from .config import ServerConfig, parse_init_options, resolve_durability, resolve_index_dir, resolve_sessions_dir
 from .errors import InvalidParams, SessionTreeError
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, DidChangeParams, parse_params, to_wire
 from .rpc import envelope
@@ -153,7 +153,9 @@ class SessionTreeProtocol(LanguageServerProtocol):
     def _on_request(self, request: Request, message: dict[str, Any]) -> None:
         method = request.method
         if self.service is None and method != types.INITIALIZE:
-            self.send_error(request.id, envelope.SERVER_NOT_INITIALIZED, "server not initialized: send initialize first")
+            self.send_error(
+                request.id, envelope.SERVER_NOT_INITIALIZED, "server not initialized: send initialize first"
+            )
         elif self._shutdown:
             self.send_error(request.id, envelope.INVALID_REQUEST, "server is shutting down: only exit is accepted")
         elif method in METHODS:
@@ -281,7 +283,10 @@ class SessionTreeProtocol(LanguageServerProtocol):
         options = parse_init_options(params.initialization_options)
         root = resolve_sessions_dir(self.settings.sessions_dir, os.environ, options)
         durability = resolve_durability(self.settings.durability, options)
-        self.service = SessionService(ServiceConfig(sessions_dir=root, durability=durability), self._did_change)
+        config = ServiceConfig(
+            sessions_dir=root, durability=durability, index_dir=resolve_index_dir(os.environ, options)
+        )
+        self.service = SessionService(config, self._did_change)
         self._watch_files()
         log.info("serving sessions under %s (durability %s)", root, durability)
         self.client_capabilities = params.capabilities

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -35,10 +36,13 @@ from .store import (
     file_version,
     migrate_file,
 )
+from .store.sidecar import sidecar_path
 from .store.storage import fsync_directory
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.fork import all_lines, branched_lines
 from .tree.preview import preview_of_line
+
+log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 ChangeListener = Callable[[protocol.DidChangeParams], None]
@@ -48,6 +52,8 @@ ChangeListener = Callable[[protocol.DidChangeParams], None]
 class ServiceConfig:
     sessions_dir: Path
     durability: Durability = "os"
+    index_dir: Path | None = None  # where index sidecars go; None: no sidecars
+    index_min_entries: int = 1000  # smaller sessions scan in milliseconds: no sidecar
 
 
 class OpenSession:
@@ -154,7 +160,7 @@ class SessionService:
 
     def _register(self, path: Path, warnings: list[Warning]) -> OpenSession:
         try:
-            session = Session.load(FileStorage(path, self.config.durability))
+            session = Session.load(FileStorage(path, self.config.durability), self._sidecar_of(path))
         except OSError as exc:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
         return self._add(OpenSession(session, path, self.listener))
@@ -178,13 +184,27 @@ class SessionService:
         opened = self._get(params.session_id)
         del self._sessions[opened.id]
         del self._by_path[opened.path]
-        opened.session.close()
+        self._close(opened)
 
     def close_all(self) -> None:
         for opened in list(self._sessions.values()):
-            opened.session.close()
+            self._close(opened)
         self._sessions.clear()
         self._by_path.clear()
+
+    def _close(self, opened: OpenSession) -> None:
+        """Close the file, saving its index for the next open first (a cache: failures are only logged)."""
+        sidecar = self._sidecar_of(opened.path)
+        try:
+            if sidecar is not None and len(opened.session.index) >= self.config.index_min_entries:
+                opened.session.save_sidecar(sidecar)
+        except OSError as exc:
+            log.warning("could not save the index of %s to %s: %s", opened.path, sidecar, exc)
+        finally:
+            opened.session.close()
+
+    def _sidecar_of(self, path: Path) -> Path | None:
+        return None if self.config.index_dir is None else sidecar_path(self.config.index_dir, path)
 
     def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
         opened = self._synced(params.session_id)
@@ -270,7 +290,11 @@ class SessionService:
             session.check_leaf(params.expected_leaf_id)
             session.move_leaf(params.entry_id)
             return protocol.BranchResult(session.index.leaf_id)
-        entry: dict[str, Any] = {"type": "branch_summary", "fromId": params.entry_id or "root", "summary": params.summary}
+        entry: dict[str, Any] = {
+            "type": "branch_summary",
+            "fromId": params.entry_id or "root",
+            "summary": params.summary,
+        }
         if params.details is not None:
             entry["details"] = params.details
         if params.from_hook is not None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import jsonfmt
 from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, now_iso
 from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
+from . import sidecar
 from .index import SessionIndex
 from .lines import BOM, LineReader
 from .storage import Storage
@@ -53,27 +55,68 @@ class Session:
         self.unterminated = False  # the file does not end with "\n" at `end`
         self._line_no = 0
         self.size_seen = 0  # the file's size at the last refresh (exact while the lock is held)
+        self.sidecar_covers = -1  # bytes the index sidecar describes, if it was loaded or saved
+        self.fenced = False  # an append ended another writer's torn line: a scan would now see it
 
     # ------------------------------------------------------------------ loading
 
     @classmethod
-    def load(cls, storage: Storage) -> Session:
-        """Scan the whole file once; a torn last line is quarantined and cut off."""
+    def load(cls, storage: Storage, sidecar_file: Path | None = None) -> Session:
+        """Scan the file once (or only what follows the part a matching index sidecar covers);
+        a torn last line is quarantined and cut off."""
         with storage.lock():
-            reader = LineReader(storage, 0, storage.size())
-            lines = iter(reader)
-            session, skipped = cls._find_header(storage, lines)
-            if session is None:
-                session = cls._header_from_tail(storage, reader)
-            session.warnings[:0] = skipped
+            restored = cls._from_sidecar(storage, sidecar_file) if sidecar_file is not None else None
+            if restored is not None:
+                session = restored
+                reader = LineReader(storage, session.end, storage.size())
+                lines: Iterator[tuple[int, bytes]] = iter(reader)
+            else:
+                reader = LineReader(storage, 0, storage.size())
+                lines = iter(reader)
+                session, skipped = cls._find_header(storage, lines)
+                if session is None:
+                    session = cls._header_from_tail(storage, reader)
+                session.warnings[:0] = skipped
             session._take_in(lines, follow_leaf=False)
             session._finish(reader, at_open=True)
         return session
 
     @classmethod
-    def _find_header(
-        cls, storage: Storage, lines: Iterator[tuple[int, bytes]]
-    ) -> tuple[Session | None, list[Warning]]:
+    def _from_sidecar(cls, storage: Storage, sidecar_file: Path) -> Session | None:
+        snapshot = sidecar.load(sidecar_file, storage.stat(), storage.read)  # type: ignore[attr-defined]
+        if snapshot is None:
+            return None
+        session = cls(storage, snapshot.header)
+        session.index = snapshot.index
+        session.index.leaf_id = None
+        if len(snapshot.index):  # as a scan leaves it: the last entry in file order
+            session.index.leaf_id = snapshot.index.ids[-1]
+        session.warnings = snapshot.warnings
+        session._line_no = snapshot.line_no
+        session.end = session.sidecar_covers = snapshot.covered
+        return session
+
+    def save_sidecar(self, sidecar_file: Path) -> bool:
+        """Save the index for the next open, unless the sidecar is current or this session's state
+        is not what a scan would find (a torn line was fenced, the file ends mid-line)."""
+        with self.storage.lock():
+            if self.sidecar_covers == self.end or self.unterminated or self.fenced:
+                return False
+            sidecar.save(
+                sidecar_file,
+                self.index,
+                self.header,
+                self.warnings,
+                self._line_no,
+                self.end,
+                self.storage.stat(),  # type: ignore[attr-defined]
+                self.storage.read,
+            )
+            self.sidecar_covers = self.end
+        return True
+
+    @classmethod
+    def _find_header(cls, storage: Storage, lines: Iterator[tuple[int, bytes]]) -> tuple[Session | None, list[Warning]]:
         skipped: list[Warning] = []
         for line_no, (offset, line) in enumerate(lines, start=1):
             end = offset + len(line) + 1
@@ -292,8 +335,11 @@ class Session:
         try:
             self.storage.append(data, size)
         except OSError as exc:
-            raise StorageError(f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name) from None
+            raise StorageError(
+                f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name
+            ) from None
         if fence and size > self.end:
+            self.fenced = True
             self._line_no += 1
             self.warnings.append(
                 Warning(

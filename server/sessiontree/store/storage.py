@@ -67,6 +67,9 @@ class FileStorage:
     def size(self) -> int:
         return os.fstat(self._fd).st_size
 
+    def stat(self) -> os.stat_result:
+        return os.fstat(self._fd)
+
     def read(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
 

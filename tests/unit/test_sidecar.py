@@ -1,0 +1,281 @@
+"""The index sidecar: a reopen restores what a scan finds, and a sidecar that no longer
+matches its file is never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sessiontree.errors import NotASessionFile
+from sessiontree.protocol import ContextParams, OpenParams, SessionParams
+from sessiontree.service import ServiceConfig, SessionService
+from sessiontree.store import FileStorage, MemoryStorage, Session, file_version
+from sessiontree.store.sidecar import MAGIC, SCAN_WARNINGS, sidecar_path
+from sessiontree.tree import build_context, flat_tree
+from support.sessions import PI_QUIRK_CASES, assistant, line, session_bytes, user
+
+
+def _opens(path: Path) -> bool:
+    try:
+        Session.load(MemoryStorage(path.read_bytes()))
+    except NotASessionFile:
+        return False
+    return True
+
+
+# The damaged and unusual files pi-quirks describes, those that open as v3 sessions as they are.
+QUIRK_FILES = sorted(path for path in PI_QUIRK_CASES.glob("*.jsonl") if file_version(path) == 3 and _opens(path))
+
+
+def chain(count: int, start: int = 0) -> list[dict]:
+    """A conversation of `count` entries with a branch and a label, ids e0000000..."""
+    entries: list[dict] = []
+    for n in range(start, start + count):
+        parent = f"e{n - 1:07d}" if n else None
+        if n % 7 == 5:
+            parent = f"e{n - 3:07d}"  # a branch
+        make = assistant if n % 2 else user
+        entries.append(make(f"e{n:07d}", parent, f"text {n}", second=n))
+    return entries
+
+
+def scanned(path: Path) -> Session:
+    return Session.load(FileStorage(path))
+
+
+def reopened(path: Path, side: Path) -> Session:
+    return Session.load(FileStorage(path), side)
+
+
+def assert_same(restored: Session, scan: Session) -> None:
+    """Everything a client can see agrees: entries, lookups, labels, name, leaf, warnings,
+    every entry's context and the tree."""
+    a, b = restored.index, scan.index
+    assert restored.header == scan.header
+    assert list(a.nodes) == list(b.nodes)
+    assert a.by_id == b.by_id
+    assert (a.labels, a.name, a.leaf_id, a.cursor, a.anchors_hold) == (
+        b.labels,
+        b.name,
+        b.leaf_id,
+        b.cursor,
+        b.anchors_hold,
+    )
+    assert restored.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS]
+    assert (restored.end, restored._line_no) == (scan.end, scan._line_no)
+    ids = list(b.by_id)
+    for entry_id in [None, *ids[:: max(1, len(ids) // 40)], *ids[-3:]]:  # the path's cost grows with depth
+        mine, theirs = build_context(a, entry_id, restored.entry), build_context(b, entry_id, scan.entry)
+        assert (mine.messages, mine.model, mine.thinking_level) == (
+            theirs.messages,
+            theirs.model,
+            theirs.thinking_level,
+        )
+    assert flat_tree(a, lambda node: None, []) == flat_tree(b, lambda node: None, [])
+
+
+@pytest.mark.parametrize("source", QUIRK_FILES, ids=lambda path: path.name)
+def test_a_reopen_from_the_sidecar_sees_what_a_scan_sees(tmp_path: Path, source: Path) -> None:
+    path = tmp_path / source.name
+    shutil.copyfile(source, path)
+    side = tmp_path / "index" / "s.idx"
+    first = scanned(path)
+    if first.unterminated:
+        assert not first.save_sidecar(side)  # a file ending mid-line is not described
+        return
+    assert first.save_sidecar(side)
+    restored = reopened(path, side)
+    assert restored.sidecar_covers == restored.end  # it was used
+    assert_same(restored, scanned(path))
+
+
+def test_entries_appended_after_the_save_are_scanned(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(40)))
+    side = tmp_path / "s.idx"
+    session = scanned(path)
+    session.save_sidecar(side)
+    with path.open("ab") as out:  # another writer, after the save
+        out.write(b"".join(line(entry) for entry in chain(10, start=40)))
+    restored = reopened(path, side)
+    assert restored.sidecar_covers < restored.end == path.stat().st_size
+    assert_same(restored, scanned(path))
+    assert restored.index.leaf_id == "e0000049"
+
+
+def test_appends_through_the_session_are_saved_on_the_next_save(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(20)))
+    side = tmp_path / "s.idx"
+    session = scanned(path)
+    assert session.save_sidecar(side)
+    assert not session.save_sidecar(side)  # already current
+    session.append([{"type": "message", "message": {"role": "user", "content": "more"}}])
+    session.append([{"type": "label", "targetId": "e0000003", "label": "here"}])
+    assert session.save_sidecar(side)
+    restored = reopened(path, side)
+    assert restored.sidecar_covers == restored.end
+    assert_same(restored, scanned(path))
+
+
+def _saved(tmp_path: Path, count: int = 30) -> tuple[Path, Path]:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(count)))
+    side = tmp_path / "s.idx"
+    assert scanned(path).save_sidecar(side)
+    return path, side
+
+
+def _not_used(path: Path, side: Path) -> None:
+    restored = reopened(path, side)
+    assert restored.sidecar_covers == -1
+    assert_same(restored, scanned(path))
+
+
+def test_a_file_rewritten_in_place_is_scanned(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path)
+    data = path.read_bytes()
+    stat = path.stat()
+    path.write_bytes(data.replace(b"text 12", b"TEXT 12"))  # same length, new content
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    _not_used(path, side)
+
+
+def test_a_change_near_the_end_is_caught_by_the_tail_hash_even_with_the_old_mtime(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path)
+    stat = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"text 28", b"text 99"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _not_used(path, side)
+
+
+def test_a_truncated_file_is_scanned(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-3]))
+    _not_used(path, side)
+
+
+def test_a_replaced_file_is_scanned(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path)
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(path.read_bytes() + line(user("e9999999", "e0000029", "more")))
+    os.replace(replacement, path)  # a new inode: another file under the old name
+    _not_used(path, side)
+
+
+def test_an_edit_in_the_unhashed_middle_is_caught_by_the_mtime(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path, count=3000)  # > 2 * 64 KiB: most of the middle is not hashed
+    data = path.read_bytes()
+    middle = len(data) // 2
+    edited = data[:middle] + data[middle:].replace(b"text 2000", b"TEXT 2000", 1)
+    assert edited != data and len(edited) == len(data)
+    path.write_bytes(edited)
+    _not_used(path, side)
+
+
+def test_an_edit_that_changes_a_length_and_then_an_append_are_caught_by_the_tail(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path, count=3000)
+    data = path.read_bytes()
+    middle = len(data) // 2
+    edited = data[:middle] + data[middle:].replace(b"text 2000", b"text 20000", 1)
+    assert len(edited) == len(data) + 1
+    path.write_bytes(edited + line(user("e9999999", "e0002999", "more")))
+    _not_used(path, side)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[:-1],  # cut short
+        lambda data: data[:-100] + bytes([data[-100] ^ 1]) + data[-99:],  # one bit in the columns
+        lambda data: data.replace(b'"format":1', b'"format":9'),  # a future version
+        lambda data: b"not a sidecar at all",
+        lambda data: b"",
+        lambda data: MAGIC + b"\xff\xff\xff\x7f{",  # a length past the end
+        lambda data: MAGIC + (2).to_bytes(4, "little") + b"[]",  # metadata of the wrong shape
+    ],
+    ids=["truncated", "bit-flip", "future-format", "foreign", "empty", "bad-length", "bad-metadata"],
+)
+def test_a_damaged_sidecar_is_never_trusted(tmp_path: Path, damage) -> None:
+    path, side = _saved(tmp_path)
+    side.write_bytes(damage(side.read_bytes()))
+    _not_used(path, side)
+
+
+def test_metadata_that_lies_about_the_entries_is_refused(tmp_path: Path) -> None:
+    """A sidecar whose checksum holds but whose parts disagree (written by a buggy or hostile
+    program) is refused rather than served."""
+    path, side = _saved(tmp_path)
+    data = side.read_bytes()
+    start = len(MAGIC) + 4
+    length = int.from_bytes(data[len(MAGIC) : start], "little")
+    meta = json.loads(data[start : start + length])
+    meta["count"] += 1
+    encoded = json.dumps(meta).encode()
+    side.write_bytes(MAGIC + len(encoded).to_bytes(4, "little") + encoded + data[start + length :])
+    _not_used(path, side)
+
+
+def test_a_torn_tail_after_the_covered_part_is_quarantined_as_on_any_open(tmp_path: Path) -> None:
+    path, side = _saved(tmp_path)
+    with path.open("ab") as out:
+        out.write(line(user("e0000100", "e0000029", "cut"))[:25])
+    restored = reopened(path, side)
+    assert restored.sidecar_covers == restored.end
+    assert [w.kind for w in restored.warnings] == ["torn-tail"]
+    assert Path(restored.warnings[0].path).exists()
+
+
+# --------------------------------------------------------------------------- the service
+
+
+def _service(tmp_path: Path, index_dir: Path | None, min_entries: int = 0) -> SessionService:
+    return SessionService(ServiceConfig(tmp_path, index_dir=index_dir, index_min_entries=min_entries))
+
+
+def test_closing_saves_the_sidecar_and_the_next_open_uses_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(50)))
+    index_dir = tmp_path / "index"
+    service = _service(tmp_path, index_dir)
+    opened = service.open(OpenParams(str(path)))
+    first_context = service.context(_context_params(opened.session_id))
+    service.close(SessionParams(opened.session_id))
+    assert sidecar_path(index_dir, path).exists()
+    again = _service(tmp_path, index_dir)
+    reopened_result = again.open(OpenParams(str(path)))
+    assert again._sessions[reopened_result.session_id].session.sidecar_covers > 0
+    assert (reopened_result.leaf_id, reopened_result.entry_count) == (opened.leaf_id, opened.entry_count)
+    assert again.context(_context_params(reopened_result.session_id)) == first_context
+
+
+def _context_params(session_id: str) -> ContextParams:
+    return ContextParams(session_id=session_id)
+
+
+def test_small_sessions_and_a_turned_off_index_write_no_sidecar(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(5)))
+    index_dir = tmp_path / "index"
+    for service in (_service(tmp_path, index_dir, min_entries=6), _service(tmp_path, None)):
+        opened = service.open(OpenParams(str(path)))
+        service.close_all()
+        assert opened.entry_count == 5
+    assert not index_dir.exists()
+
+
+def test_a_sidecar_that_cannot_be_written_does_not_fail_the_close(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(5)))
+    blocked = tmp_path / "index"
+    blocked.write_text("a file where the directory should be")
+    service = _service(tmp_path, blocked)
+    opened = service.open(OpenParams(str(path)))
+    service.close(SessionParams(opened.session_id))
+    assert not service._sessions
+    assert path.read_bytes() == session_bytes(*chain(5))
