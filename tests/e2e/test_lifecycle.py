@@ -13,6 +13,7 @@ import pytest
 
 from sessiontree.protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION
 from support.daemon import RawDaemon, answered, frame, info, request
+from support.sessions import line, session_bytes, user
 
 NOT_INITIALIZED, INVALID_REQUEST, INVALID_PARAMS, NOT_FOUND = -32002, -32600, -32602, -32010
 EXIT = {"jsonrpc": "2.0", "method": "exit"}
@@ -59,6 +60,8 @@ def test_requests_before_initialize_get_32002_and_notifications_nothing(start_da
         ({"processId": None, "capabilities": {}, "initializationOptions": 5}, "initializationOptions"),
         ({"processId": None, "capabilities": {}, "initializationOptions": {"sessionsDir": 5}}, "initializationOptions.sessionsDir"),
         ({"processId": None, "capabilities": {}, "initializationOptions": {"durability": "never"}}, "initializationOptions.durability"),
+        ({"processId": None, "capabilities": {}, "initializationOptions": {"indexDir": True}}, "initializationOptions.indexDir"),
+        ({"processId": None, "capabilities": {}, "initializationOptions": {"indexDir": ""}}, "initializationOptions.indexDir"),
     ],
 )
 def test_bad_initialize_params_are_32602_and_initialize_can_be_retried(
@@ -191,3 +194,33 @@ def test_exits_when_the_parent_process_is_gone(start_daemon: Callable[..., RawDa
     daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}))
     assert daemon.wait(timeout=6) == 1
     assert f"parent process {parent.pid} is gone" in daemon.stderr
+
+
+def _big_session(sessions_dir: Path, entries: int) -> Path:
+    path = sessions_dir / "big.jsonl"
+    rows = [line(user(f"e{n:07d}", f"e{n - 1:07d}" if n else None, f"q{n}")) for n in range(entries)]
+    path.write_bytes(session_bytes() + b"".join(rows))
+    return path
+
+
+@pytest.mark.parametrize("index_dir", ["sidecars", False])
+def test_close_and_shutdown_save_the_index_sidecar_where_indexdir_says(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path, index_dir: str | bool
+) -> None:
+    path = _big_session(sessions_dir, 1000)
+    where = tmp_path / "sidecars"
+    saved: list[tuple[int, int]] = []
+    for run in range(2):  # the second run opens from the sidecar the first one saved
+        daemon = start_daemon("--sessions-dir", str(sessions_dir))
+        daemon.initialize({"indexDir": str(where) if index_dir else False})
+        opened = daemon.call(request(1, "session/open", {"path": str(path)}))["result"]
+        assert (opened["entryCount"], opened["leafId"]) == (1000, "e0000999")
+        if run == 0:
+            daemon.call(request(2, "session/close", {"sessionId": opened["sessionId"]}))
+        else:
+            daemon.call(SHUTDOWN)
+        sidecars = list(where.glob("*"))
+        assert [p.suffix for p in sidecars] == ([".idx"] if index_dir else [])
+        saved += [(p.stat().st_ino, p.stat().st_mtime_ns) for p in sidecars]
+    if index_dir:  # the second daemon used the sidecar and, with nothing new, left it as it was
+        assert saved[0] == saved[1]

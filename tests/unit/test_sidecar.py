@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sessiontree.config import InitOptions, parse_init_options, resolve_index_dir
 from sessiontree.errors import NotASessionFile
 from sessiontree.protocol import ContextParams, OpenParams, SessionParams
 from sessiontree.service import ServiceConfig, SessionService
@@ -279,3 +280,10 @@ def test_a_sidecar_that_cannot_be_written_does_not_fail_the_close(tmp_path: Path
     service.close(SessionParams(opened.session_id))
     assert not service._sessions
     assert path.read_bytes() == session_bytes(*chain(5))
+
+
+def test_the_index_dir_defaults_to_the_user_cache_and_can_be_moved_or_turned_off() -> None:
+    assert resolve_index_dir({"XDG_CACHE_HOME": "/c"}, InitOptions()) == Path("/c/sessiontree/index")
+    assert resolve_index_dir({}, InitOptions()) == Path.home() / ".cache" / "sessiontree" / "index"
+    assert resolve_index_dir({}, parse_init_options({"indexDir": "/x/y"})) == Path("/x/y")
+    assert resolve_index_dir({"XDG_CACHE_HOME": "/c"}, parse_init_options({"indexDir": False})) is None

@@ -52,7 +52,7 @@ export interface ClientOptions {
   args?: string[];
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  initializationOptions?: { sessionsDir?: string; durability?: "os" | "fsync" };
+  initializationOptions?: { sessionsDir?: string; durability?: "os" | "fsync"; indexDir?: string | false };
   /** Merged into `capabilities.experimental.sessiontree` of `initialize`. */
   capabilities?: Record<string, unknown>;
   /**
