@@ -37,7 +37,7 @@ class RpcError(RuntimeError):
 class Daemon:
     """A minimal blocking client: Content-Length framing and orjson, so the client costs little."""
 
-    def __init__(self, root: Path, wrap: list[str] | None = None) -> None:
+    def __init__(self, root: Path, wrap: list[str] | None = None, index_dir: Path | None = None) -> None:
         self.process = subprocess.Popen(
             [*(wrap or []), *serve_command(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
         )
@@ -45,7 +45,9 @@ class Daemon:
         self.stdin: IO[bytes] = self.process.stdin
         self.stdout = open(self.process.stdout.fileno(), "rb", buffering=1 << 20, closefd=False)
         self.next_id = 0
-        self.request("initialize", {"processId": None, "capabilities": {}})
+        # Index sidecars in a directory of this round's own: an open scans, a reopen finds the sidecar.
+        options = {"indexDir": str(index_dir or root / ".index")}
+        self.request("initialize", {"processId": None, "capabilities": {}, "initializationOptions": options})
         self.send(self.frame("initialized", {}, None))
 
     # ----------------------------------------------------------------- framing
@@ -165,6 +167,7 @@ def message(payload: int, n: int) -> dict[str, Any]:
 
 
 def session_round(root: Path, file: Path, reps: int, sequential: int, pipelined: int, payload: int) -> Result:
+    shutil.rmtree(root / ".index", ignore_errors=True)  # no sidecar from an earlier round
     daemon = Daemon(root)
     try:
         bench = Round(daemon, reps)
