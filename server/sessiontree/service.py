@@ -39,7 +39,7 @@ from .store import (
 from .store.sidecar import sidecar_path
 from .store.storage import fsync_directory
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
-from .tree.fork import all_lines, branched_lines
+from .tree.fork import branched_plan, whole_plan
 from .tree.preview import preview_of_line
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class SessionService:
         if params.parent_session is not None:
             header["parentSession"] = params.parent_session
         directory = self.root.directory_for(params.cwd)
-        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header)])
+        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header) + b"\n"])
         opened = self._register(path, [])
         return protocol.CreateResult(opened.id, str(path), opened.session.header)
 
@@ -318,32 +318,33 @@ class SessionService:
         opened = self._synced(params.session_id)
         session = opened.session
         if params.entry_id is not None:
-            session.require(params.entry_id, "entryId")
-            lines = branched_lines(session, walk_path(session.index, params.entry_id))
+            path, _ = session.index.walk(session.require(params.entry_id, "entryId").seq)
+            plan = branched_plan(session, path)
         else:
-            lines = all_lines(session)
+            plan = whole_plan(session)
         cwd = params.cwd if params.cwd is not None else session.header.get("cwd", "")
         directory = self.root.directory_for(cwd) if params.cwd is not None else opened.path.parent
         session_id = new_session_id()
         timestamp = now_iso()
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
         header.update(cwd=cwd, parentSession=str(opened.path))
-        lines.insert(0, (jsonfmt.dumps(header), None))
-        path = self._write_new_file(directory, file_name(timestamp, session_id), [raw for raw, _ in lines])
-        session = Session.adopt(FileStorage(path, self.config.durability), lines)
-        forked = self._add(OpenSession(session, path, self.listener))
-        return protocol.ForkResult(forked.id, str(path))
+        header_line = jsonfmt.dumps(header)
+        chunks = [header_line + b"\n", *plan.chunks(session)]
+        written = self._write_new_file(directory, file_name(timestamp, session_id), chunks)
+        forked_session = Session.adopt(FileStorage(written, self.config.durability), header_line, plan, session)
+        forked = self._add(OpenSession(forked_session, written, self.listener))
+        return protocol.ForkResult(forked.id, str(written))
 
-    def _write_new_file(self, directory: Path, name: str, lines: list[bytes]) -> Path:
-        """Write a whole new session file under a temporary name, then rename it into place."""
+    def _write_new_file(self, directory: Path, name: str, chunks: list[bytes]) -> Path:
+        """Write a whole new session file (chunks of whole lines) under a temporary name, then
+        rename it into place."""
         path = directory / name
         temporary = directory / f".{name}.partial"
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "xb") as out:
-                out.write(b"\n".join(lines))
-                out.write(b"\n")
-                out.flush()
+            with open(temporary, "xb", buffering=0) as out:
+                for chunk in chunks:
+                    out.write(chunk)
                 if self.config.durability == "fsync":
                     os.fsync(out.fileno())
             os.rename(temporary, path)

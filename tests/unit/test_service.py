@@ -22,6 +22,8 @@ from sessiontree.errors import (
 )
 from sessiontree.paths import encode_cwd
 from sessiontree.service import ServiceConfig, SessionService
+from sessiontree.store import FileStorage, Session
+from support.equivalence import assert_indexed_alike
 from support.sessions import PI_QUIRK_CASES
 
 CWD = "/home/user/project"
@@ -276,21 +278,24 @@ def test_odd_but_printable_names_inside_the_root_work(service: SessionService, r
     assert Path(created.path).parent.parent == root
 
 
-def test_a_fork_is_indexed_exactly_as_a_scan_of_its_file_would_index_it(service: SessionService, root: Path) -> None:
-    from sessiontree.store import FileStorage, Session
+# Files whose every entry can be forked from: damaged trees included.
+FORKABLE = ["01-valid", "10-duplicate-id-exact", "11-duplicate-id-conflict", "13-orphan", "14-cycle", "15-self-parent",
+            "16-label-unknown-target", "22-compaction-unknown-firstkept", "24-crlf", "25-missing-parentId-key", "28-label-on-path"]
 
-    target = root / "proj" / "28.jsonl"
+
+@pytest.mark.parametrize("name", FORKABLE)
+def test_a_fork_is_indexed_exactly_as_a_scan_of_its_file_would_index_it(service: SessionService, root: Path, name: str) -> None:
+    target = root / "proj" / f"{name}.jsonl"
     target.parent.mkdir()
-    shutil.copyfile(PI_QUIRK_CASES / "28-label-on-path.jsonl", target)
-    sid = service.open(p.OpenParams(str(target))).session_id
-    for fork in (p.ForkParams(sid, entry_id="e0000004"), p.ForkParams(sid, cwd="/elsewhere")):
+    shutil.copyfile(PI_QUIRK_CASES / f"{name}.jsonl", target)
+    opened = service.open(p.OpenParams(str(target)))
+    index = service._get(opened.session_id).session.index
+    forks = [p.ForkParams(opened.session_id, entry_id=entry_id) for entry_id in index.by_id]
+    for fork in [*forks, p.ForkParams(opened.session_id, cwd="/elsewhere")]:
         forked = service.fork(fork)
-        adopted = service._get(forked.session_id).session
         scanned = Session.load(FileStorage(Path(forked.path)))
-        shape = lambda s: [(n.id, n.parent_id, n.type, n.offset, n.length, n.seq, n.role, n.setting) for n in s.index.nodes]  # noqa: E731
-        assert shape(adopted) == shape(scanned)
-        assert (adopted.index.labels, adopted.index.leaf_id, adopted.end) == (scanned.index.labels, scanned.index.leaf_id, scanned.end)
-        assert adopted.header == scanned.header
+        assert_indexed_alike(service._get(forked.session_id).session, scanned)
+        service.close(p.SessionParams(forked.session_id))
 
 
 def test_the_tree_on_the_wire_follows_appends_and_labels(service: SessionService) -> None:

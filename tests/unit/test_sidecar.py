@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from sessiontree.config import InitOptions, parse_init_options, resolve_index_dir
 from sessiontree.errors import NotASessionFile
-from sessiontree.protocol import ContextParams, OpenParams, SessionParams
+from sessiontree.protocol import ContextParams, ForkParams, OpenParams, SessionParams
 from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import FileStorage, MemoryStorage, Session, file_version
-from sessiontree.store.sidecar import MAGIC, SCAN_WARNINGS, sidecar_path
-from sessiontree.tree import build_context, flat_tree
+from sessiontree.store.sidecar import MAGIC, sidecar_path
+from support.equivalence import assert_indexed_alike
 from support.sessions import PI_QUIRK_CASES, assistant, line, session_bytes, user
 
 
@@ -52,33 +54,6 @@ def reopened(path: Path, side: Path) -> Session:
     return Session.load(FileStorage(path), side)
 
 
-def assert_same(restored: Session, scan: Session) -> None:
-    """Everything a client can see agrees: entries, lookups, labels, name, leaf, warnings,
-    every entry's context and the tree."""
-    a, b = restored.index, scan.index
-    assert restored.header == scan.header
-    assert list(a.nodes) == list(b.nodes)
-    assert a.by_id == b.by_id
-    assert (a.labels, a.name, a.leaf_id, a.cursor, a.anchors_hold) == (
-        b.labels,
-        b.name,
-        b.leaf_id,
-        b.cursor,
-        b.anchors_hold,
-    )
-    assert restored.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS]
-    assert (restored.end, restored._line_no) == (scan.end, scan._line_no)
-    ids = list(b.by_id)
-    for entry_id in [None, *ids[:: max(1, len(ids) // 40)], *ids[-3:]]:  # the path's cost grows with depth
-        mine, theirs = build_context(a, entry_id, restored.entry), build_context(b, entry_id, scan.entry)
-        assert (mine.messages, mine.model, mine.thinking_level) == (
-            theirs.messages,
-            theirs.model,
-            theirs.thinking_level,
-        )
-    assert flat_tree(a, lambda node: None, []) == flat_tree(b, lambda node: None, [])
-
-
 @pytest.mark.parametrize("source", QUIRK_FILES, ids=lambda path: path.name)
 def test_a_reopen_from_the_sidecar_sees_what_a_scan_sees(tmp_path: Path, source: Path) -> None:
     path = tmp_path / source.name
@@ -91,7 +66,7 @@ def test_a_reopen_from_the_sidecar_sees_what_a_scan_sees(tmp_path: Path, source:
     assert first.save_sidecar(side)
     restored = reopened(path, side)
     assert restored.sidecar_covers == restored.end  # it was used
-    assert_same(restored, scanned(path))
+    assert_indexed_alike(restored, scanned(path))
 
 
 def test_entries_appended_after_the_save_are_scanned(tmp_path: Path) -> None:
@@ -104,7 +79,7 @@ def test_entries_appended_after_the_save_are_scanned(tmp_path: Path) -> None:
         out.write(b"".join(line(entry) for entry in chain(10, start=40)))
     restored = reopened(path, side)
     assert restored.sidecar_covers < restored.end == path.stat().st_size
-    assert_same(restored, scanned(path))
+    assert_indexed_alike(restored, scanned(path))
     assert restored.index.leaf_id == "e0000049"
 
 
@@ -120,7 +95,7 @@ def test_appends_through_the_session_are_saved_on_the_next_save(tmp_path: Path) 
     assert session.save_sidecar(side)
     restored = reopened(path, side)
     assert restored.sidecar_covers == restored.end
-    assert_same(restored, scanned(path))
+    assert_indexed_alike(restored, scanned(path))
 
 
 def _saved(tmp_path: Path, count: int = 30) -> tuple[Path, Path]:
@@ -134,7 +109,7 @@ def _saved(tmp_path: Path, count: int = 30) -> tuple[Path, Path]:
 def _not_used(path: Path, side: Path) -> None:
     restored = reopened(path, side)
     assert restored.sidecar_covers == -1
-    assert_same(restored, scanned(path))
+    assert_indexed_alike(restored, scanned(path))
 
 
 def test_a_file_rewritten_in_place_is_scanned(tmp_path: Path) -> None:
@@ -287,3 +262,38 @@ def test_the_index_dir_defaults_to_the_user_cache_and_can_be_moved_or_turned_off
     assert resolve_index_dir({}, InitOptions()) == Path.home() / ".cache" / "sessiontree" / "index"
     assert resolve_index_dir({}, parse_init_options({"indexDir": "/x/y"})) == Path("/x/y")
     assert resolve_index_dir({"XDG_CACHE_HOME": "/c"}, parse_init_options({"indexDir": False})) is None
+
+
+@pytest.fixture(scope="module")
+def realistic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4,500-entry session from the benchmark's generator: branches, branch summaries, two
+    compactions, labels, model and thinking changes, custom entries, names."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import generate
+
+    path = tmp_path_factory.mktemp("realistic") / "s.jsonl"
+    generate.write_session(path, 4500, 7, generate.Corpus(random.Random(7)))
+    return path
+
+
+def test_a_realistic_session_reopens_from_its_sidecar_as_scanned(realistic: Path, tmp_path: Path) -> None:
+    side = tmp_path / "s.idx"
+    assert scanned(realistic).save_sidecar(side)
+    restored = reopened(realistic, side)
+    assert restored.sidecar_covers == restored.end
+    assert_indexed_alike(restored, scanned(realistic))
+
+
+def test_forks_of_a_realistic_session_are_indexed_as_scanned(realistic: Path, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    (root / "p").mkdir(parents=True)
+    shutil.copyfile(realistic, root / "p" / "s.jsonl")
+    service = _service(root, None)
+    opened = service.open(OpenParams(str(root / "p" / "s.jsonl")))
+    index = service._sessions[opened.session_id].session.index
+    assert {"compaction", "label", "model_change", "branch_summary"} <= {index.type_of(seq) for seq in range(len(index))}
+    for seq in range(0, len(index), 450):
+        forked = service.fork(ForkParams(opened.session_id, entry_id=index.ids[seq]))
+        adopted = service._sessions[forked.session_id].session
+        assert_indexed_alike(adopted, scanned(Path(forked.path)))
+        service.close(SessionParams(forked.session_id))

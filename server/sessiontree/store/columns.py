@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -89,3 +90,8 @@ class SparseCodes:
         if at < len(self.positions) and self.positions[at] == position:
             return self.coded[at]
         return None
+
+    def between(self, first: int, last: int) -> Iterator[tuple[int, int]]:
+        """(position, code) for the positions from `first` to `last`, both included."""
+        start, end = bisect_left(self.positions, first), bisect_right(self.positions, last)
+        return zip(self.positions[start:end], self.coded.codes[start:end])

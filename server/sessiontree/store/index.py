@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
 from typing import Any, overload
 
 from ..entries import Node, js_trim
@@ -24,6 +25,14 @@ UNANCHORED = -1  # anchor column: the path was not whole when the entry arrived
 _THINKING, _MODEL, _COMPACTION = "thinking_level_change", "model_change", "compaction"
 
 _SETTERS = {_THINKING: 0, _MODEL: 1, _COMPACTION: 2}  # -> position in an anchor record
+
+def _setter_of(kind: tuple[str, str | None] | None) -> int:
+    """Which position of an anchor record an entry of this (type, role) sets; -1: none."""
+    if kind is None:
+        return -1
+    type_, role = kind
+    return 1 if type_ == "message" and role == "assistant" else _SETTERS.get(type_, -1)
+
 
 Anchors = tuple[Node | None, Node | None, Node | None]  # thinking change, model setter, compaction
 
@@ -58,6 +67,7 @@ class SessionIndex:
         self.version = 0  # counts additions, so derived views know when to rebuild
         self.anchors_hold = True  # false once an id repeats: a later line may change an earlier path
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
+        self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -139,6 +149,27 @@ class SessionIndex:
         seq = self.parent_seq(node.seq)
         return None if seq is None else self.node(seq)
 
+    def walk(self, seq: int) -> tuple[list[int], int | None]:
+        """The seqs from the root down to `seq`, and where a parent chain that repeats was cut
+        (the seq met again), if it was."""
+        path: list[int] = []
+        seen: set[int] = set()
+        parents, parent_seq, fast = self.parents, self.parent_seq, self.anchors_hold
+        current: int | None = seq
+        while current is not None:
+            if current in seen:
+                path.reverse()
+                return path, current
+            seen.add(current)
+            path.append(current)
+            if fast:  # no id repeats: the parents column holds (a MISSING parent never arrived)
+                parent = parents[current]
+                current = parent if parent >= 0 else None
+            else:
+                current = parent_seq(current)
+        path.reverse()
+        return path, None
+
     def anchors(self, seq: int) -> Anchors | None:
         """The leaf's anchors, None if its path was not whole when it arrived."""
         record = self.anchor[seq]
@@ -204,6 +235,75 @@ class SessionIndex:
     def _make_all(self) -> dict[str, int]:
         self.ids, self.timestamps  # noqa: B018 (made on first read)
         return self.by_id
+
+    def extend_path(self, source: SessionIndex, seqs: list[int], offsets: list[int]) -> bool:
+        """Add copies of `source`'s entries `seqs`, their lines written at `offsets`: a stretch of
+        one path, each entry the child of the one before it, the first the child of this index's
+        last entry (as in a fork). Columns are gathered, not rebuilt line by line. This index must
+        share `source`'s tables (`sharing_tables`); a path's ids are distinct and new here. False
+        (and nothing added) when an entry already here waits for one of them as its parent (a cut
+        cycle): add those line by line."""
+        start, count = len(self), len(seqs)
+        assert start > 0 and self.kinds.values[: len(source.kinds.values)] == source.kinds.values
+        source_ids, stamps, lengths, codes = source.ids, source.timestamps, source.lengths, source.kinds.codes
+        ids = [source_ids[seq] for seq in seqs]
+        if self._waiting and not self._waiting.keys().isdisjoint(ids):
+            return False
+        new_codes = [codes[seq] for seq in seqs]
+        self.ids.extend(ids)
+        self.timestamps.extend([stamps[seq] for seq in seqs])
+        self.lengths.extend([lengths[seq] for seq in seqs])
+        self.offsets.extend(offsets)
+        self.parents.extend(range(start - 1, start + count - 1))
+        self.kinds.codes.extend(new_codes)
+        self._copy_settings(source, seqs, start)
+        self._anchor_chain(start, new_codes)
+        self.by_id.update(zip(ids, range(start, start + count)))
+        self.version += count
+        self.leaf_id = ids[-1]
+        return True
+
+    def _copy_settings(self, source: SessionIndex, seqs: list[int], start: int) -> None:
+        wanted = set(seqs)
+        found = {seq: code for seq, code in source.settings.between(min(seqs), max(seqs)) if seq in wanted}
+        if not found:
+            return
+        placed = [(position, found[seq]) for position, seq in enumerate(seqs, start) if seq in found]
+        self.settings.positions.extend(position for position, _ in placed)
+        self.settings.coded.codes.extend(code for _, code in placed)
+        names = {code for code, kind in enumerate(self.kinds.values) if kind is not None and kind[0] == "session_info"}
+        kinds = self.kinds.codes
+        named = [code for position, code in placed if kinds[position] in names]
+        if named:  # the newest session_info on the path names the session
+            self.raw_name = self.settings.coded.values[named[-1]]
+
+    def _anchor_chain(self, start: int, codes: Sequence[int]) -> None:
+        """Anchor records for a chain below entry `start - 1`: each setter makes a new record, every
+        other entry shares the record of the setter (or the parent) before it."""
+        if len(self._setters) != len(self.kinds.values):
+            self._setters = [_setter_of(kind) for kind in self.kinds.values]
+        setters, records = self._setters, self.records
+        record = self.anchor[start - 1]
+        marks = [setters[code] >= 0 for code in codes]
+        if record == UNANCHORED or not any(marks):
+            self.anchor.extend(array("i", [record]) * len(codes))
+            return
+        first_new = len(records) // 3
+        found = list(records[3 * record : 3 * record + 3])
+        made: list[int] = []
+        for at in [at for at, mark in enumerate(marks) if mark]:
+            found[setters[codes[at]]] = start + at
+            made += found
+        records.extend(made)
+        self.anchor.extend(first_new + made_so_far - 1 if made_so_far else record for made_so_far in accumulate(marks))
+
+    @classmethod
+    def sharing_tables(cls, source: SessionIndex) -> SessionIndex:
+        """An empty index whose coded columns start with `source`'s tables (see `extend_path`)."""
+        index = cls()
+        index.kinds = Codes(list(source.kinds.values))
+        index.settings = SparseCodes(coded=Codes(list(source.settings.coded.values)))
+        return index
 
     def _note_duplicate(self, entry_id: str, line: int, warnings: list[Warning]) -> None:
         self.anchors_hold = False

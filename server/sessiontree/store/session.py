@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import jsonfmt
 from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, now_iso
@@ -12,6 +13,9 @@ from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
 from .index import SessionIndex
+
+if TYPE_CHECKING:
+    from ..tree.fork import ForkPlan
 from .lines import BOM, LineReader
 from .storage import Storage
 
@@ -217,22 +221,44 @@ class Session:
         self.end, self.unterminated = offset, False
 
     @classmethod
-    def adopt(cls, storage: Storage, lines: list[tuple[bytes, Node | None]]) -> Session:
-        """A session over a file this process has just written as `lines` (header first): lines
-        copied from another session keep their nodes (moved to their new place), so the file
-        need not be scanned again."""
-        header_line = lines[0][0]
+    def adopt(cls, storage: Storage, header_line: bytes, plan: ForkPlan, source: Session) -> Session:
+        """A session over a file this process has just written from `plan` (after `header_line`):
+        copied lines are indexed from `source`'s columns, so the file need not be scanned again."""
         session = cls(storage, jsonfmt.loads(header_line))
-        offset = len(header_line) + 1
+        session.index = SessionIndex.sharing_tables(source.index) if plan.path else SessionIndex()
+        session.end = len(header_line) + 1
         session._line_no = 1
-        for raw, source in lines[1:]:
-            session._line_no += 1
-            seq = len(session.index)
-            node = source.moved(offset, seq) if source is not None else decode_skeleton(raw, offset, seq)
-            session.index.add(node, session._line_no, session.warnings)
-            offset += len(raw) + 1
-        session.end = offset
+        copied: list[int] = []  # copied entries not indexed yet, in order
+        for part in plan.parts:
+            if isinstance(part, bytes):
+                session._adopt_copies(source, copied, plan.path)
+                copied = []
+                session._add_line(decode_skeleton(part, session.end, len(session.index)))
+                session.end += len(part) + 1
+            else:
+                copied += part.seqs
+        session._adopt_copies(source, copied, plan.path)
         return session
+
+    def _adopt_copies(self, source: Session, seqs: list[int], path: bool) -> None:
+        """Index the copies of `source`'s entries `seqs`, written from `self.end` on."""
+        if not seqs:
+            return
+        lengths = source.index.lengths
+        offsets = list(accumulate((lengths[seq] + 1 for seq in seqs[:-1]), initial=self.end))
+        self.end = offsets[-1] + lengths[seqs[-1]] + 1
+        if path and not len(self.index):  # the path's first entry: its parent (none, or missing) is its own
+            self._add_line(source.index.node(seqs[0]).moved(offsets[0], 0))
+            seqs, offsets = seqs[1:], offsets[1:]
+        if path and seqs and self.index.extend_path(source.index, seqs, offsets):  # each the child of the one before
+            self._line_no += len(seqs)
+            return
+        for seq, offset in zip(seqs, offsets):
+            self._add_line(source.index.node(seq).moved(offset, len(self.index)))
+
+    def _add_line(self, node: Node) -> None:
+        self._line_no += 1
+        self.index.add(node, self._line_no, self.warnings)
 
     # ------------------------------------------------------------------ following other writers
 

@@ -1,47 +1,101 @@
 """The lines of a forked session: pi's createBranchedSession and forkFrom.
 
-Lines are copied as they are on disk (never re-serialized), except where a kept
-entry's parent was a dropped label entry: pi leaves such an entry pointing at
-nothing (an orphan root, losing the start of the conversation); here it is
-re-parented to the previous kept entry, so the fork's context equals the original's.
+Lines are copied as they are on disk (never re-serialized), in stretches that are
+contiguous in the source file, one read each, except where a kept entry's parent
+was a dropped label entry: pi leaves such an entry pointing at nothing (an orphan
+root, losing the start of the conversation); here it is re-parented to the
+previous kept entry, so the fork's context equals the original's.
 
-Each line comes with the node it was copied from (None for a line made anew), so the
-new session can be indexed without scanning the file just written.
+A plan says where each line comes from, so the new session is indexed from the
+source's columns instead of by scanning the file just written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from .. import jsonfmt
-from ..entries import Node, new_entry_id
+from ..entries import new_entry_id
 from ..store import Session
 
-Line = tuple[bytes, Node | None]  # the bytes of a line, and the node it is a verbatim copy of
+
+class Copy:
+    """Source entries whose lines follow each other in the source file (so their seqs do too):
+    copied in one read."""
+
+    __slots__ = ("seqs",)
+
+    def __init__(self, seqs: list[int]) -> None:
+        self.seqs = seqs
 
 
-def branched_lines(session: Session, path: list[Node]) -> list[Line]:
+Part = Copy | bytes  # copied lines, or one line made anew
+
+
+class ForkPlan:
+    """The new file's entry lines, in order. `path`: the entries form one chain (a path's fork)."""
+
+    def __init__(self, path: bool) -> None:
+        self.parts: list[Part] = []
+        self.path = path
+
+    def chunks(self, session: Session) -> Iterator[bytes]:
+        """The bytes of the lines, line ends included."""
+        index = session.index
+        for part in self.parts:
+            if isinstance(part, Copy):
+                start, last = index.offsets[part.seqs[0]], part.seqs[-1]
+                yield session.storage.read(start, index.offsets[last] + index.lengths[last] - start) + b"\n"
+            else:
+                yield part + b"\n"
+
+
+def _copies(session: Session, seqs: list[int]) -> list[Part]:
+    """`seqs` as stretches of lines that follow each other in the file."""
+    offsets, lengths = session.index.offsets, session.index.lengths
+    parts: list[Part] = []
+    stretch: list[int] = []
+    for seq in seqs:
+        if stretch and (seq != stretch[-1] + 1 or offsets[seq] != offsets[seq - 1] + lengths[seq - 1] + 1):
+            parts.append(Copy(stretch))
+            stretch = []
+        stretch.append(seq)
+    if stretch:
+        parts.append(Copy(stretch))
+    return parts
+
+
+def branched_plan(session: Session, path: list[int]) -> ForkPlan:
     """The path without its label entries, then the labels of kept entries re-created at its end."""
-    dropped = {node.id for node in path if node.type == "label"}
-    lines: list[Line] = []
-    kept_ids: set[str] = set()
-    previous: str | None = None
-    for node in path:
-        if node.id in dropped:
+    index = session.index
+    labels = {code for code, kind in enumerate(index.kinds.values) if kind is not None and kind[0] == "label"}
+    codes = index.kinds.codes
+    plan = ForkPlan(path=True)
+    kept: list[int] = []  # the stretch of kept entries since the last line made anew
+    previous: int | None = None  # the last kept entry
+    after_label = False  # the entry before on the path (its parent) was a dropped label
+    for seq in path:
+        if codes[seq] in labels:
+            after_label = True
             continue
-        if node.parent_id in dropped:
-            entry = session.entry(node)
-            entry["parentId"] = previous
-            lines.append((jsonfmt.dumps(entry), None))
+        if after_label:
+            plan.parts += _copies(session, kept)
+            kept = []
+            entry = session.entry(index.node(seq))
+            entry["parentId"] = None if previous is None else index.ids[previous]
+            plan.parts.append(jsonfmt.dumps(entry))
+            after_label = False
         else:
-            lines.append((session.raw(node), node))
-        kept_ids.add(node.id)
-        previous = node.id
-    lines.extend(_label_lines(session, kept_ids, previous))
-    return lines
+            kept.append(seq)
+        previous = seq
+    plan.parts += _copies(session, kept)
+    kept_ids = {index.ids[seq] for seq in path if codes[seq] not in labels}
+    plan.parts.extend(_label_lines(session, kept_ids, None if previous is None else index.ids[previous]))
+    return plan
 
 
-def _label_lines(session: Session, kept_ids: set[str], parent: str | None) -> list[Line]:
+def _label_lines(session: Session, kept_ids: set[str], parent: str | None) -> list[bytes]:
     taken = set(kept_ids)
     lines = []
     for target, (label, timestamp) in session.index.labels.items():
@@ -57,11 +111,13 @@ def _label_lines(session: Session, kept_ids: set[str], parent: str | None) -> li
             "targetId": target,
             "label": label,
         }
-        lines.append((jsonfmt.dumps(label_entry), None))
+        lines.append(jsonfmt.dumps(label_entry))
         parent = entry_id
     return lines
 
 
-def all_lines(session: Session) -> list[Line]:
+def whole_plan(session: Session) -> ForkPlan:
     """pi's forkFrom: every entry of the source, in file order."""
-    return [(session.raw(node), node) for node in session.index.nodes]
+    plan = ForkPlan(path=False)
+    plan.parts = _copies(session, list(range(len(session.index))))
+    return plan

@@ -23,21 +23,14 @@ LoadEntry = Callable[[Node], dict[str, Any]]
 
 def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[Warning] | None = None) -> list[Node]:
     """Entries from the root to `leaf_id`; stops (and warns) where a parent chain would repeat."""
-    path: list[Node] = []
-    seen: set[str] = set()
-    node = index.get(leaf_id) if leaf_id is not None else None
-    while node is not None:
-        if node.id in seen:
-            if warnings is not None:
-                warnings.append(
-                    Warning("cycle", f"the parent chain of {leaf_id} loops at {node.id}; cut there", entry_id=node.id)
-                )
-            break
-        seen.add(node.id)
-        path.append(node)
-        node = index.parent(node)
-    path.reverse()
-    return path
+    seq = index.seq_of(leaf_id) if leaf_id is not None else None
+    if seq is None:
+        return []
+    path, cut = index.walk(seq)
+    if cut is not None and warnings is not None:
+        at = index.ids[cut]
+        warnings.append(Warning("cycle", f"the parent chain of {leaf_id} loops at {at}; cut there", entry_id=at))
+    return [index.node(step) for step in path]
 
 
 def _present(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
