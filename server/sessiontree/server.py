@@ -23,6 +23,7 @@ import inspect
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -43,6 +44,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from . import jsonfmt
 from .client_summary import Summarizer
 from .config import ServerConfig, parse_init_options, resolve_durability, resolve_index_dir, resolve_sessions_dir
 from .errors import InvalidParams, SessionTreeError
@@ -69,6 +71,7 @@ NO_OP_NOTIFICATIONS: Final = frozenset({types.INITIALIZED, CANCEL_REQUEST})
 PARENT_POLL_SECONDS: Final = 2.0
 WATCH_SECONDS: Final = 0.2  # how often subscribed session files are checked for other writers
 DID_CHANGE: Final = "session/didChange"
+LOG_TRACE: Final = "$/logTrace"
 
 
 def capabilities() -> dict[str, Any]:
@@ -159,7 +162,10 @@ class SessionTreeProtocol(LanguageServerProtocol):
         elif self._shutdown:
             self.send_error(request.id, envelope.INVALID_REQUEST, "server is shutting down: only exit is accepted")
         elif method in METHODS:
-            self._call(request, self.fm.features[method], request.params)
+            if self.trace == types.TraceValue.Off:
+                self._call(request, self.fm.features[method], request.params)
+            else:
+                self._call_traced(request, self.fm.features[method], request.params)
         elif method == types.SHUTDOWN:
             self._call(request, self.lsp_shutdown)
         elif method != types.INITIALIZE:
@@ -192,6 +198,15 @@ class SessionTreeProtocol(LanguageServerProtocol):
             self._run_pending(request.id, result)
             return
         self.send_result(request.id, result)
+
+    def _call_traced(self, request: Request, handler: Callable[..., Any], *args: Any) -> None:
+        """`_call`, then a `$/logTrace` with the time spent in the daemon (`$/setTrace` not "off")."""
+        start = time.perf_counter()
+        self._call(request, handler, *args)
+        spent = (time.perf_counter() - start) * 1000
+        assert self.channel is not None
+        message = f"{request.method} {jsonfmt.dumps(request.id).decode()}: answered in {spent:.3f} ms"
+        self.channel.send({"jsonrpc": "2.0", "method": LOG_TRACE, "params": {"message": message}})
 
     # ----------------------------------------------------------------- requests that wait on the client
 

@@ -63,7 +63,7 @@ def target_for(op: str, size: int) -> Target | None:
         return _open_target(size)
     if op in ("context", "context_first"):
         return Target("≤1/20", _ratio(1 / 20))
-    if op == "context_after_append":
+    if op == "context_after_append_daemon":
         return Target("<1 ms", lambda _p, ours, _pm, _om: ours < 1)
     if op in ("tree", "tree_first"):
         return Target("≤1", _ratio(1))
@@ -85,6 +85,7 @@ OPS = [
     "context_first",
     "context",
     "context_after_append",
+    "context_after_append_daemon",
     "tree_first",
     "tree",
     "path",
@@ -99,6 +100,7 @@ LABELS = {
     "context_first": "context at leaf (first)",
     "context": "context at leaf (again)",
     "context_after_append": "context after append",
+    "context_after_append_daemon": "  the same, in the daemon",
     "tree_first": "tree (first)",
     "tree": "tree (again)",
     "path": "path root..leaf",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -224,3 +225,15 @@ def test_close_and_shutdown_save_the_index_sidecar_where_indexdir_says(
         saved += [(p.stat().st_ino, p.stat().st_mtime_ns) for p in sidecars]
     if index_dir:  # the second daemon used the sidecar and, with nothing new, left it as it was
         assert saved[0] == saved[1]
+
+
+def test_with_tracing_on_each_answer_is_followed_by_its_time_in_the_daemon(daemon: RawDaemon) -> None:
+    created = daemon.call(request(1, "session/create", {"cwd": "/p"}))["result"]
+    daemon.send_message({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "messages"}})
+    daemon.send_message(request(2, "session/info", {"sessionId": created["sessionId"]}))
+    answer, trace = daemon.next(), daemon.next()
+    assert answer["id"] == 2 and "result" in answer
+    assert trace["method"] == "$/logTrace"
+    assert re.fullmatch(r"session/info 2: answered in \d+\.\d{3} ms", trace["params"]["message"])
+    daemon.send_message({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})
+    assert daemon.answers_before_probe() == []  # no more traces
