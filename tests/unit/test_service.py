@@ -316,3 +316,20 @@ def test_the_tree_on_the_wire_follows_appends_and_labels(service: SessionService
     assert [n["id"] for n in nodes][:2] == [first.id, second.id] and nodes[0]["label"] == "start"
     service.branch(p.BranchParams(sid, first.id))
     assert wire_tree(sid)["leafId"] == first.id  # the leaf is not part of the cached nodes
+
+
+def test_a_fork_keeps_what_a_compaction_kept_from_a_dropped_label(service: SessionService) -> None:
+    """Labels are left out of a fork; a compaction that kept from a label entry keeps from the
+    entry after it instead, so the fork's context is the original's."""
+    sid = service.create(p.CreateParams(CWD)).session_id
+    first = _append(service, sid, _msg("user", "before"))
+    label = service.label(p.LabelParams(sid, first.id, "here"))
+    kept = _append(service, sid, _msg("user", "kept"))
+    compaction = {"type": "compaction", "summary": "s", "firstKeptEntryId": label.id, "tokensBefore": 7}
+    leaf = _append(service, sid, compaction, _msg("assistant", "after")).id
+    original = service.context(p.ContextParams(sid))
+    forked = service.fork(p.ForkParams(sid, entry_id=leaf))
+    assert [m.get("role") for m in original.messages] == ["compactionSummary", "user", "assistant"]
+    assert service.context(p.ContextParams(forked.session_id)).messages == original.messages
+    lines = [json.loads(line) for line in Path(forked.path).read_text().splitlines()]
+    assert [e["firstKeptEntryId"] for e in lines if e["type"] == "compaction"] == [kept.id]

@@ -1,10 +1,12 @@
 """The lines of a forked session: pi's createBranchedSession and forkFrom.
 
 Lines are copied as they are on disk (never re-serialized), in stretches that are
-contiguous in the source file, one read each, except where a kept entry's parent
-was a dropped label entry: pi leaves such an entry pointing at nothing (an orphan
-root, losing the start of the conversation); here it is re-parented to the
-previous kept entry, so the fork's context equals the original's.
+contiguous in the source file, one read each, except where a kept entry points at
+a dropped label entry. pi leaves such an entry pointing at nothing: a child of a
+label becomes an orphan root (losing the start of the conversation), a compaction
+that keeps from a label keeps nothing. Here the child is re-parented to the
+previous kept entry and the compaction keeps from the entry after the label, so
+the fork's context equals the original's.
 
 A plan says where each line comes from, so the new session is indexed from the
 source's columns instead of by scanning the file just written.
@@ -17,7 +19,7 @@ from typing import Any
 
 from .. import jsonfmt
 from ..entries import new_entry_id
-from ..store import Session
+from ..store import Session, SessionIndex
 
 
 class Copy:
@@ -69,21 +71,29 @@ def _copies(session: Session, seqs: list[int]) -> list[Part]:
 def branched_plan(session: Session, path: list[int]) -> ForkPlan:
     """The path without its label entries, then the labels of kept entries re-created at its end."""
     index = session.index
-    labels = {code for code, kind in enumerate(index.kinds.values) if kind is not None and kind[0] == "label"}
+    labels = _codes_of(index, "label")
+    compactions = _codes_of(index, "compaction")
     codes = index.kinds.codes
+    after = _kept_after_labels(index, path, labels)
     plan = ForkPlan(path=True)
     kept: list[int] = []  # the stretch of kept entries since the last line made anew
     previous: int | None = None  # the last kept entry
     after_label = False  # the entry before on the path (its parent) was a dropped label
     for seq in path:
-        if codes[seq] in labels:
+        code = codes[seq]
+        if code in labels:
             after_label = True
             continue
-        if after_label:
+        entry = session.entry(index.node(seq)) if after and code in compactions else None
+        keeps_label = entry is not None and entry.get("firstKeptEntryId") in after
+        if after_label or keeps_label:
             plan.parts += _copies(session, kept)
             kept = []
-            entry = session.entry(index.node(seq))
-            entry["parentId"] = None if previous is None else index.ids[previous]
+            entry = entry or session.entry(index.node(seq))
+            if after_label:
+                entry["parentId"] = None if previous is None else index.ids[previous]
+            if keeps_label:  # the kept part began at a label: begin it at the entry after it
+                entry["firstKeptEntryId"] = after[entry["firstKeptEntryId"]]
             plan.parts.append(jsonfmt.dumps(entry))
             after_label = False
         else:
@@ -93,6 +103,22 @@ def branched_plan(session: Session, path: list[int]) -> ForkPlan:
     kept_ids = {index.ids[seq] for seq in path if codes[seq] not in labels}
     plan.parts.extend(_label_lines(session, kept_ids, None if previous is None else index.ids[previous]))
     return plan
+
+
+def _codes_of(index: SessionIndex, type_: str) -> set[int]:
+    return {code for code, kind in enumerate(index.kinds.values) if kind is not None and kind[0] == type_}
+
+
+def _kept_after_labels(index: SessionIndex, path: list[int], labels: set[int]) -> dict[str, str | None]:
+    """For each label entry on the path, the next entry the fork keeps."""
+    after: dict[str, str | None] = {}
+    following: str | None = None
+    for seq in reversed(path):
+        if index.kinds.codes[seq] in labels:
+            after[index.ids[seq]] = following
+        else:
+            following = index.ids[seq]
+    return after
 
 
 def _label_lines(session: Session, kept_ids: set[str], parent: str | None) -> list[bytes]:
