@@ -61,11 +61,15 @@ def js_trim(text: str) -> str:
     return text.strip(_JS_WHITESPACE)
 
 
+_second: list[Any] = [None, ""]  # the last second formatted, and its text: appends come many a second
+
+
 def now_iso() -> str:
     """The current time as JavaScript's `toISOString()` writes it (milliseconds, `Z`)."""
-    ms = time.time_ns() // 1_000_000
-    seconds, millis = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    seconds, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    if _second[0] != seconds:
+        _second[:] = seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{_second[1]}.{millis:03d}Z"
 
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -213,6 +217,11 @@ def _decode_skeleton_slowly(line: bytes | memoryview, offset: int, seq: int) -> 
         raise SkeletonError("not valid JSON") from None  # the decoder's wording varies by version
     if not isinstance(fields, dict):
         raise SkeletonError("not a JSON object")
+    return node_of_fields(fields, offset, len(line), seq)
+
+
+def node_of_fields(fields: dict[str, Any], offset: int, length: int, seq: int) -> Node:
+    """The Node of an entry already decoded (or about to be written), as `decode_skeleton` makes it."""
     type_, id_ = fields.get("type"), fields.get("id")
     if not isinstance(type_, str):
         raise SkeletonError("entry without a string `type`")
@@ -232,7 +241,7 @@ def _decode_skeleton_slowly(line: bytes | memoryview, offset: int, seq: int) -> 
         _intern(type_),
         fields.get("timestamp"),
         offset,
-        len(line),
+        length,
         seq,
         role,
         setting,

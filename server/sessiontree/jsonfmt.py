@@ -22,10 +22,6 @@ from typing import Any
 
 import orjson
 
-# orjson writes every float with a "." or an exponent, and an integer JavaScript cannot hold
-# exactly has at least 16 digits; a number follows ":", "," or "[" (strings rarely look like
-# that, and a false match costs only a walk). No match means no number to redo.
-_MAYBE_JS_NUMBER = re.compile(rb"[:,\[]-?[0-9]+[.eE]|[:,\[]-?[0-9]{16}")
 _MAX_SAFE_INTEGER = 2**53 - 1  # beyond it, JSON.parse rounds integers to the nearest double
 
 
@@ -60,13 +56,18 @@ def _is_unsafe_integer(value: Any) -> bool:
 
 
 def _has_js_number(value: Any) -> bool:
-    """A float, or an integer JavaScript would round: a number JavaScript spells differently."""
-    if type(value) is float or _is_unsafe_integer(value):
-        return True
-    if type(value) is dict:
-        return any(_has_js_number(item) for item in value.values())
-    if type(value) is list:
-        return any(_has_js_number(item) for item in value)
+    """A float, or an integer JavaScript would round: a number JavaScript spells differently.
+    (A walk of the values, not a scan of the encoded text: strings, however long, cost nothing.)"""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif kind is float or kind is int and not -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+            return True
     return False
 
 
@@ -95,7 +96,7 @@ def dumps(value: Any) -> bytes:
         data = orjson.dumps(value)
     except orjson.JSONEncodeError:
         return _dumps_slowly(value)
-    if _MAYBE_JS_NUMBER.search(data) and _has_js_number(value):
+    if _has_js_number(value):
         data = orjson.dumps(_with_js_numbers(value))
     return data
 

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/profile_daemon.py FILE OP [--rate 250] [--top 15]
 
-OP is one of open, context, tree, path, fork, append. The daemon runs under
+OP is one of open, context, tree, path, fork, append, append-pipelined. The daemon runs under
 `py-spy record` (from PyPI) on a copy of FILE; the session is opened first
 (except for `open`, which is the operation itself) and the samples are
 summarised as self and inclusive time per function.
@@ -54,6 +54,8 @@ def _drive(daemon: daemon_bench.Daemon, copy: Path, op: str) -> None:
     elif op == "append":
         for n in range(2000):
             daemon.request("session/append", {**session, "entry": daemon_bench.message(1000, n)})
+    elif op == "append-pipelined":
+        daemon.pipelined("session/append", [{**session, "entry": daemon_bench.message(1000, n)} for n in range(20000)])
 
 
 def _frame_name(frame: str) -> str:
@@ -94,7 +96,7 @@ def summarise(raw: Path, top: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
-    parser.add_argument("op", choices=("open", "context", "tree", "path", "fork", "append"))
+    parser.add_argument("op", choices=("open", "context", "tree", "path", "fork", "append", "append-pipelined"))
     parser.add_argument("--rate", type=int, default=250)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonfmt
-from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, now_iso
+from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, node_of_fields, now_iso
 from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
@@ -378,7 +378,7 @@ class Session:
         written = []
         for line, raw in zip(lines, encoded):
             self._line_no += 1
-            node = decode_skeleton(raw, offset, len(self.index))
+            node = node_of_fields(line, offset, len(raw), len(self.index))  # no need to decode what was just encoded
             self.index.add(node, self._line_no, self.warnings)
             written.append(Appended(node, line))
             offset += len(raw) + 1

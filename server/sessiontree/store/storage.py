@@ -53,6 +53,26 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
+class _FileLock:
+    """An exclusive flock, re-entrant within this process (flock on the same descriptor would not
+    block anyway). A plain class, not a generator: it is taken on every append."""
+
+    __slots__ = ("fd", "depth")
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.depth = fd, 0
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
 class FileStorage:
     """A session file opened for appending, locked with flock (released if the process dies)."""
 
@@ -62,7 +82,7 @@ class FileStorage:
         self.durability = durability
         flags = os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY
         self._fd = os.open(path, flags | os.O_CLOEXEC)
-        self._lock_depth = 0
+        self._lock = _FileLock(self._fd)
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
@@ -95,18 +115,8 @@ class FileStorage:
         if self.durability == "fsync":
             os.fsync(self._fd)
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        # Re-entrant within this process: flock on the same descriptor would not block anyway.
-        if self._lock_depth == 0:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
-            if self._lock_depth == 0:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+    def lock(self) -> _FileLock:
+        return self._lock
 
     def sync(self) -> None:
         os.fsync(self._fd)
