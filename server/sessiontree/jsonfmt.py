@@ -101,6 +101,12 @@ def dumps(value: Any) -> bytes:
     return data
 
 
+def as_stored(value: Any) -> Any:
+    """`value` as reading back its `dumps` gives it: what JavaScript's JSON.parse(JSON.stringify(...))
+    gives (`1.0` becomes `1`, a too-large integer is rounded). Unchanged in the usual case."""
+    return loads(dumps(value)) if _has_js_number(value) else value
+
+
 class RawJson(Mapping[str, Any]):
     """A JSON object kept as the text it was read as: sent on as it is, decoded only if read here.
 
@@ -143,16 +149,32 @@ def raw_object(text: bytes) -> RawJson | dict[str, Any]:
     return RawJson(text)
 
 
+class JsonList(list[Any]):
+    """A list that also holds its own JSON text (as `dumps_wire` writes it): sent as that text,
+    not encoded again. Whoever makes one keeps the two in step."""
+
+    __slots__ = ("wire",)
+
+    def __init__(self, items: list[Any], wire: bytes) -> None:
+        super().__init__(items)
+        self.wire = wire
+
+
 def _wire_default(value: Any) -> Any:
     if isinstance(value, RawJson):
         return orjson.Fragment(value.text)
+    if isinstance(value, JsonList):
+        return orjson.Fragment(value.wire)
+    for kind in (dict, list, str, int):  # other subclasses (passed through for JsonList): as their base
+        if isinstance(value, kind):
+            return kind(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def dumps_wire(value: Any) -> bytes:
     """Serialize a protocol message: as fast as orjson allows, any string JavaScript could send."""
     try:
-        return orjson.dumps(value, default=_wire_default)
+        return orjson.dumps(value, default=_wire_default, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
     except orjson.JSONEncodeError:
         return _dumps_slowly(value)
 
@@ -180,6 +202,10 @@ def _encode(value: Any) -> str:
         return "{" + ",".join(f"{_js_string(str(key))}:{_encode(item)}" for key, item in value.items()) + "}"
     if isinstance(value, RawJson):
         return value.text.decode()
+    if isinstance(value, JsonList):
+        return value.wire.decode()
+    if isinstance(value, (dict, list, str, int)):  # a subclass: as its base type
+        return _encode(next(kind for kind in (bool, dict, list, str, int) if isinstance(value, kind))(value))
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

@@ -279,8 +279,8 @@ class SessionService:
         sources: list[str] | None = None,
     ) -> AppendResult:
         written, _ = opened.session.append(entries, parent, expected_leaf, sources, took_in=opened.took_in)
-        for appended in written:
-            opened.context_cache.extend(appended.node, appended.entry)
+        for appended in written:  # the cached context holds what a read of the file would give
+            opened.context_cache.extend(appended.node, jsonfmt.as_stored(appended.entry))
         return _append_result(written, opened.session.index.leaf_id)
 
     def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
@@ -364,12 +364,16 @@ class SessionService:
         leaf = session.index.leaf_id if params.leaf_id is UNSET else params.leaf_id
         if leaf is not None:
             session.require(leaf, "leafId")
-        context = opened.context_cache.get(leaf)
+        cache = opened.context_cache
+        context = cache.get(leaf)
         if context is None:
             context = build_context(session.index, leaf, session.entry)
             if leaf == session.index.leaf_id:
-                opened.context_cache.put(context)
-        messages = convert_to_llm(context.messages) if params.format == "llm" else list(context.messages)
+                cache.put(context)
+        if params.format == "llm":
+            messages: list[Any] = convert_to_llm(context.messages)
+        else:
+            messages = cache.messages_for_wire() if cache.context is context else list(context.messages)
         result = protocol.ContextResult(messages, context.thinking_level, context.model, leaf, list(context.warnings))
         window = params.context_window or opened.context_window
         if params.tokens or window:

@@ -333,3 +333,22 @@ def test_a_fork_keeps_what_a_compaction_kept_from_a_dropped_label(service: Sessi
     assert service.context(p.ContextParams(forked.session_id)).messages == original.messages
     lines = [json.loads(line) for line in Path(forked.path).read_text().splitlines()]
     assert [e["firstKeptEntryId"] for e in lines if e["type"] == "compaction"] == [kept.id]
+
+
+def test_the_context_on_the_wire_after_appends_is_what_a_fresh_open_sends(service: SessionService, root: Path) -> None:
+    """The leaf's context keeps each message's JSON between answers; it must stay the JSON of
+    the messages, odd numbers and lone surrogates included."""
+    from sessiontree.jsonfmt import dumps_wire
+
+    def wire(svc: SessionService, sid: str) -> Any:
+        return json.loads(dumps_wire(p.to_wire(svc.context(p.ContextParams(sid)))))
+
+    created = service.create(p.CreateParams(CWD))
+    sid = created.session_id
+    for text in ["one", "two \ud83d", "three"]:
+        _append(service, sid, _msg("user", text, timestamp=1.5, n=2**60))
+        assert wire(service, sid)["messages"] == wire(service, sid)["messages"]  # cached, then extended
+    fresh = SessionService(ServiceConfig(root))
+    again = fresh.open(p.OpenParams(created.path)).session_id
+    assert wire(service, sid) == wire(fresh, again)
+    assert [m["content"][0]["text"] for m in wire(service, sid)["messages"]] == ["one", "two \ud83d", "three"]

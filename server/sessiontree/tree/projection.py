@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from .. import jsonfmt
 from ..entries import Node, iso_to_ms, model_of
 from ..protocol import Warning
 from ..store import SessionIndex
@@ -190,6 +191,8 @@ class ContextCache:
 
     def __init__(self) -> None:
         self.context: Context | None = None
+        self._encoded = 0  # messages whose JSON is in `_wire`
+        self._wire = bytearray(b"[")  # the JSON array of those messages, without its closing "]"
 
     def get(self, leaf_id: str | None) -> Context | None:
         context = self.context
@@ -197,6 +200,26 @@ class ContextCache:
 
     def put(self, context: Context) -> None:
         self.context = context
+        self._forget_wire()
+
+    def messages_for_wire(self) -> jsonfmt.JsonList:
+        """The cached context's messages, with their JSON: each message is encoded once, so an
+        answer after an append costs one message's encoding (and a copy), not the whole context's."""
+        assert self.context is not None
+        messages, wire = self.context.messages, self._wire
+        for message in messages[self._encoded :]:
+            if self._encoded:
+                wire += b","
+            wire += jsonfmt.dumps_wire(message)
+            self._encoded += 1
+        wire += b"]"
+        text = bytes(wire)
+        del wire[-1]
+        return jsonfmt.JsonList(messages, text)
+
+    def _forget_wire(self) -> None:
+        self._encoded = 0
+        self._wire = bytearray(b"[")
 
     def extend(self, node: Node, entry: dict[str, Any]) -> None:
         """`node` was appended; if it continues the cached leaf, fold it in without a walk."""
@@ -204,7 +227,7 @@ class ContextCache:
         if context is None or node.parent_id != context.leaf_id or context.leaf_id is None:
             return
         if node.type == "compaction":  # replaces history: rebuild on the next read
-            self.context = None
+            self.clear()
             return
         context.note_setting(node)
         if node.type in _MESSAGE_TYPES:
@@ -213,6 +236,7 @@ class ContextCache:
 
     def clear(self) -> None:
         self.context = None
+        self._forget_wire()
 
 
 # --------------------------------------------------------------------------- convertToLlm
