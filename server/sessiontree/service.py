@@ -105,10 +105,12 @@ class OpenSession:
             self._tree = (version, nodes, warnings)
         return self._tree[1], self._tree[2]
 
-    def preview(self, node: Node) -> str | None:
-        if node.offset not in self.previews:
-            self.previews[node.offset] = preview_of_line(self.session.raw(node))
-        return self.previews[node.offset]
+    def preview(self, seq: int) -> str | None:
+        index = self.session.index
+        offset = index.offsets[seq]
+        if offset not in self.previews:
+            self.previews[offset] = preview_of_line(self.session.storage.read(offset, index.lengths[seq]))
+        return self.previews[offset]
 
 
 class SessionService:

@@ -1,81 +1,119 @@
-"""pi's `getTree`, flattened depth-first, without recursion and without hanging on cycles."""
+"""pi's `getTree`, flattened depth-first, without recursion and without hanging on cycles.
+
+Works on the index's columns by entry position (seq): no Node is made per entry.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..entries import Node, iso_to_ms
+from ..entries import iso_to_ms
 from ..protocol import TreeNode, Warning
 from ..store import SessionIndex
 
-Preview = Callable[[Node], str | None]
+Preview = Callable[[int], str | None]  # the preview of the entry at a seq
 _NO_TIME = float("-inf")  # JavaScript compares NaN as "not less": such entries stay near the front
 
 
-def _sort_key(node: Node) -> float:
-    ms = iso_to_ms(node.timestamp)
-    return _NO_TIME if ms is None else ms
+def _parents(index: SessionIndex) -> list[int | None]:
+    """Each entry's parent seq as pi's byId map finds it; None for a root (a null, missing or own
+    parent) and for a line shadowed by a later one with the same id (it is not in the tree)."""
+    count = len(index)
+    if index.anchors_hold:  # no id repeats: the parents column holds (ROOT, MISSING: roots)
+        found = [parent if parent >= 0 and parent != seq else None for seq, parent in enumerate(index.parents)]
+        for seq, parent_id in index.orphans.items():  # only a "" parent can be in the file and unresolved
+            parent = index.by_id.get(parent_id)
+            found[seq] = parent if parent is not None and parent != seq else None
+        return found
+    by_id, ids = index.by_id, index.ids
+    found: list[int | None] = []
+    for seq in range(count):
+        parent_id = index.parent_id(seq)
+        parent = by_id.get(parent_id) if parent_id is not None else None
+        found.append(None if by_id[ids[seq]] != seq or parent_id == ids[seq] else parent)
+    return found
 
 
-def _forest(index: SessionIndex) -> tuple[list[Node], dict[str, list[Node]]]:
+def _forest(index: SessionIndex, parents: list[int | None]) -> tuple[list[int], dict[int, list[int]]]:
     """Roots in file order and children per parent, each entry id once (the later line wins)."""
-    roots: list[Node] = []
-    children: dict[str, list[Node]] = {}
-    by_id = index.by_id
-    for node in index.nodes:
-        if by_id[node.id] != node.seq:
-            continue  # shadowed by a later line with the same id
-        parent = node.parent_id
-        if parent is None or parent == node.id or parent not in by_id:
-            roots.append(node)
-        else:
-            children.setdefault(parent, []).append(node)
+    roots: list[int] = []
+    children: dict[int, list[int]] = {}
+    shadowed = not index.anchors_hold
+    by_id, ids = index.by_id, index.ids
+    for seq, parent in enumerate(parents):
+        if parent is not None:
+            if parent in children:
+                children[parent].append(seq)
+            else:
+                children[parent] = [seq]
+        elif not shadowed or by_id[ids[seq]] == seq:
+            roots.append(seq)
+    stamps = index.timestamps
     for siblings in children.values():
         if len(siblings) > 1:  # most entries have one child: nothing to sort, no timestamps to parse
-            siblings.sort(key=_sort_key)  # stable: equal timestamps keep file order
+            siblings.sort(key=lambda seq: _ms(stamps[seq]))  # stable: equal timestamps keep file order
     return roots, children
 
 
-def _depth_first(roots: list[Node], children: dict[str, list[Node]], seen: set[str]) -> Iterator[tuple[Node, int]]:
+def _ms(timestamp: object) -> float:
+    ms = iso_to_ms(timestamp)
+    return _NO_TIME if ms is None else ms
+
+
+def _depth_first(roots: list[int], children: dict[int, list[int]], seen: set[int]) -> Iterator[tuple[int, int]]:
     stack = [(root, 0) for root in reversed(roots)]
     while stack:
-        node, depth = stack.pop()
-        if node.id in seen:
+        seq, depth = stack.pop()
+        if seq in seen:
             continue
-        seen.add(node.id)
-        yield node, depth
-        for child in reversed(children.get(node.id, ())):
-            stack.append((child, depth + 1))
+        seen.add(seq)
+        yield seq, depth
+        below = children.get(seq)
+        if below:
+            stack.extend((child, depth + 1) for child in reversed(below))
 
 
 def flat_tree(index: SessionIndex, preview: Preview, warnings: list[Warning]) -> list[TreeNode]:
     """Every entry once, in pi's getTree order; entries on a parent cycle follow as extra roots."""
-    roots, children = _forest(index)
-    seen: set[str] = set()
-    nodes = [_tree_node(node, depth, index, children, preview) for node, depth in _depth_first(roots, children, seen)]
-    for node in index.nodes:
-        if node.id in seen or index.by_id[node.id] != node.seq:
-            continue
-        warnings.append(Warning("cycle", f"entry {node.id} is on a parent cycle; shown as a root", entry_id=node.id))
-        nodes.extend(
-            _tree_node(n, depth, index, children, preview) for n, depth in _depth_first([node], children, seen)
-        )
+    parents = _parents(index)
+    roots, children = _forest(index, parents)
+    seen: set[int] = set()
+    make = _node_maker(index, children, preview)
+    nodes = [make(seq, depth) for seq, depth in _depth_first(roots, children, seen)]
+    if len(seen) < len(index):
+        by_id, ids = index.by_id, index.ids
+        for seq in range(len(index)):
+            if seq in seen or by_id[ids[seq]] != seq:
+                continue
+            warnings.append(
+                Warning("cycle", f"entry {ids[seq]} is on a parent cycle; shown as a root", entry_id=ids[seq])
+            )
+            nodes.extend(make(s, depth) for s, depth in _depth_first([seq], children, seen))
     return nodes
 
 
-def _tree_node(
-    node: Node, depth: int, index: SessionIndex, children: dict[str, list[Node]], preview: Preview
-) -> TreeNode:
-    label, label_timestamp = index.labels.get(node.id, (None, None))
-    return TreeNode(
-        id=node.id,
-        parent_id=node.parent_id,
-        type=node.type,
-        timestamp=node.timestamp,
-        depth=depth,
-        child_count=len(children.get(node.id, ())),
-        label=label,
-        label_timestamp=label_timestamp,
-        role=node.role,
-        preview=preview(node),
-    )
+def _node_maker(index: SessionIndex, children: dict[int, list[int]], preview: Preview) -> Callable[[int, int], TreeNode]:
+    ids, stamps, labels = index.ids, index.timestamps, index.labels
+    kinds, codes = index.kinds.values, index.kinds.codes
+    parent_id = index.parent_id
+    no_label = (None, None)
+
+    def make(seq: int, depth: int) -> TreeNode:
+        entry_id = ids[seq]
+        label, label_timestamp = labels.get(entry_id, no_label)
+        type_, role = kinds[codes[seq]]
+        below = children.get(seq)
+        return TreeNode(
+            id=entry_id,
+            parent_id=parent_id(seq),
+            type=type_,
+            timestamp=stamps[seq],
+            depth=depth,
+            child_count=len(below) if below else 0,
+            label=label,
+            label_timestamp=label_timestamp,
+            role=role,
+            preview=preview(seq),
+        )
+
+    return make
