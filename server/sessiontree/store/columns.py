@@ -14,23 +14,30 @@ class Codes:
     """Values that repeat (entry types, roles, models): one small table and a code per entry.
     Code 0 is None. Unhashable values (only in odd files) get a code each."""
 
-    __slots__ = ("values", "codes", "_plain", "_typed")
+    __slots__ = ("values", "codes", "plain", "_typed")
 
     def __init__(self, values: list[Any] | None = None, codes: array | None = None) -> None:
         self.values: list[Any] = [None] if values is None else values
         self.codes = array("i") if codes is None else codes
         # Strings and tuples of strings are looked up as they are (the common case, fast); other
         # values by a key that keeps 1, 1.0 and True apart, which Python finds equal and JSON not.
-        self._plain: dict[Any, int] = {None: 0}
+        self.plain: dict[Any, int] = {None: 0}
         self._typed: dict[Any, int] = {}
         for code, value in enumerate(self.values):
             self._remember(value, code)
 
     def add(self, value: Any) -> None:
         try:
-            self.codes.append(self._plain[value])
+            self.codes.append(self.plain[value])
         except (KeyError, TypeError):
             self.codes.append(self._code_slowly(value))
+
+    def code(self, *value: Any) -> int:
+        """The code of a tuple value, made if new (`plain` answers the known ones faster)."""
+        try:
+            return self.plain[value]
+        except (KeyError, TypeError):
+            return self._code_slowly(value)
 
     def _code_slowly(self, value: Any) -> int:
         try:
@@ -48,7 +55,7 @@ class Codes:
     def _remember(self, value: Any, code: int) -> None:
         try:
             if _plain(value):
-                self._plain.setdefault(value, code)
+                self.plain.setdefault(value, code)
             else:
                 self._typed.setdefault(_key(value), code)
         except TypeError:

@@ -208,15 +208,16 @@ class SessionIndex:
         self.parents.append(parent)
         self.offsets.append(node.offset)
         self.lengths.append(node.length)
-        self.kinds.add((kind, role))
+        kinds = self.kinds
+        code = kinds.plain.get((kind, role))
+        kinds.codes.append(kinds.code(kind, role) if code is None else code)
         if setting is not None:
             self.settings.put(seq, setting)
         anchor = self.anchor
         record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
         if record != UNANCHORED and (kind in _SETTERS or role == "assistant" and kind == "message"):
             records = self.records
-            base = 3 * record
-            found = [records[base], records[base + 1], records[base + 2]]
+            found = records[3 * record : 3 * record + 3]
             found[_SETTERS.get(kind, 1)] = seq
             records.extend(found)
             record = len(records) // 3 - 1
