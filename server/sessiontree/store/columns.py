@@ -34,6 +34,10 @@ class Codes:
 
     def code(self, *value: Any) -> int:
         """The code of a tuple value, made if new (`plain` answers the known ones faster)."""
+        return self.code_of(value)
+
+    def code_of(self, value: Any) -> int:
+        """The code of a value, made if new."""
         try:
             return self.plain[value]
         except (KeyError, TypeError):
@@ -91,6 +95,16 @@ class SparseCodes:
     def put(self, position: int, value: Any) -> None:
         self.positions.append(position)
         self.coded.add(value)
+
+    def put_all(self, items: list[tuple[int, Any]]) -> None:
+        """`put` for many (position, value) pairs, positions increasing."""
+        self.positions.extend([position for position, _ in items])
+        plain, code = self.coded.plain, self.coded.code_of
+        try:
+            codes = [plain.get(value) or code(value) for _, value in items]
+        except TypeError:  # an unhashable value (odd files only): one at a time
+            codes = [code(value) for _, value in items]
+        self.coded.codes.extend(codes)
 
     def get(self, position: int) -> Any:
         at = bisect_left(self.positions, position)

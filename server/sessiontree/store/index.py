@@ -25,6 +25,7 @@ UNANCHORED = -1  # anchor column: the path was not whole when the entry arrived
 _THINKING, _MODEL, _COMPACTION = "thinking_level_change", "model_change", "compaction"
 
 _SETTERS = {_THINKING: 0, _MODEL: 1, _COMPACTION: 2}  # -> position in an anchor record
+_NAMING = frozenset({"label", "session_info"})  # entries that change labels or the name
 
 def _setter_of(kind: tuple[str, str | None] | None) -> int:
     """Which position of an anchor record an entry of this (type, role) sets; -1: none."""
@@ -232,6 +233,58 @@ class SessionIndex:
             self.raw_name = setting
         if not follow_leaf or parent_id == self.leaf_id:
             self.leaf_id = entry_id
+
+    def add_all(self, nodes: list[Node], lines: list[int], warnings: list[Warning]) -> None:
+        """`add` for entries read in file order at open (`lines`: their line numbers), the leaf
+        following: what must look back (ids, parents, anchors) in one loop, the rest gathered."""
+        if not nodes:
+            return
+        by_id = self._by_id
+        if by_id is None or self._make:
+            by_id = self._make_all()
+        start = len(self.offsets)
+        anchor, records, parents, setters, waiting = self.anchor, self.records, self.parents, _SETTERS, self._waiting
+        for seq, node in enumerate(nodes, start):
+            entry_id, parent_id = node.id, node.parent_id
+            if entry_id in by_id:
+                self._note_duplicate(entry_id, lines[seq - start], warnings)
+            parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
+            if parent == MISSING:
+                self._note_orphan(seq, parent_id)  # type: ignore[arg-type]
+            parents.append(parent)
+            record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
+            kind = node.type
+            if record != UNANCHORED and (kind in setters or kind == "message" and node.role == "assistant"):
+                found = records[3 * record : 3 * record + 3]
+                found[setters.get(kind, 1)] = seq
+                records.extend(found)
+                record = len(records) // 3 - 1
+            anchor.append(record)
+            if waiting and entry_id in waiting:
+                self._adopt_orphans(entry_id, seq)
+            by_id[entry_id] = seq
+            if kind in _NAMING:
+                self._apply_setting(node, lines[seq - start], warnings)
+        self._gather(nodes, start)
+        self.version += len(nodes)
+        self.leaf_id = nodes[-1].id
+
+    def _gather(self, nodes: list[Node], start: int) -> None:
+        self._ids.extend([node.id for node in nodes])  # type: ignore[union-attr]
+        self._timestamps.extend([node.timestamp for node in nodes])  # type: ignore[union-attr]
+        self.offsets.extend([node.offset for node in nodes])
+        self.lengths.extend([node.length for node in nodes])
+        kinds = self.kinds
+        plain, code = kinds.plain, kinds.code
+        kinds.codes.extend([plain.get(key) or code(*key) for key in [(node.type, node.role) for node in nodes]])
+        settings = [(seq, node.setting) for seq, node in enumerate(nodes, start) if node.setting is not None]
+        self.settings.put_all(settings)
+
+    def _apply_setting(self, node: Node, line: int, warnings: list[Warning]) -> None:
+        if node.type == "label":
+            self._apply_label(node, line, warnings)
+        else:
+            self.raw_name = node.setting
 
     def _make_all(self) -> dict[str, int]:
         self.ids, self.timestamps  # noqa: B018 (made on first read)

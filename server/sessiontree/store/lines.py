@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import accumulate
 
 from .storage import Storage
 
 CHUNK = 8 * 1024 * 1024
-Batch = tuple[list[int], list[bytes]]  # line offsets, lines
 BOM = b"\xef\xbb\xbf"
 
 
@@ -28,11 +26,6 @@ class LineReader:
         self.tail = b""
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        for offsets, lines in self.batches():
-            yield from zip(offsets, lines)
-
-    def batches(self) -> Iterator[Batch]:
-        """The same lines, a chunk's worth at a time: `(offsets, lines)`."""
         carry = b""
         carry_offset = self.start
         position = self.start
@@ -41,10 +34,10 @@ class LineReader:
             if not block:  # the file shrank under us; the caller re-checks the size
                 break
             position += len(block)
-            lines = (carry + block).split(b"\n")
-            carry = lines.pop()
-            offsets = list(accumulate((len(line) + 1 for line in lines), initial=carry_offset))
-            carry_offset = offsets.pop()
-            if lines:
-                yield offsets, lines
+            pieces = (carry + block).split(b"\n")
+            offset = carry_offset
+            for line in pieces[:-1]:
+                yield offset, line
+                offset += len(line) + 1
+            carry, carry_offset = pieces[-1], offset
         self.tail_offset, self.tail = carry_offset, carry

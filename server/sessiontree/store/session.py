@@ -13,11 +13,13 @@ from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
 from .index import SessionIndex
+from .lines import BOM, LineReader
+from .storage import Storage
 
 if TYPE_CHECKING:
     from ..tree.fork import ForkPlan
-from .lines import BOM, LineReader
-from .storage import Storage
+
+_AT_ONCE = 4096  # entries indexed together at open
 
 
 class Appended:
@@ -81,7 +83,7 @@ class Session:
                 if session is None:
                     session = cls._header_from_tail(storage, reader)
                 session.warnings[:0] = skipped
-            session._take_in(lines, follow_leaf=False)
+            session._take_in_at_open(lines)
             session._finish(reader, at_open=True)
         return session
 
@@ -151,6 +153,36 @@ class Session:
         reader.tail = b""
         reader.tail_offset = session.end
         return session
+
+    def _take_in_at_open(self, lines: Iterable[tuple[int, bytes]]) -> None:
+        """`_take_in` as an open does it, the leaf at the last entry: a chunk of entries at a time.
+        (Runs once per line: the usual line, an entry, takes the short way.)"""
+        nodes: list[Node] = []
+        numbers: list[int] = []
+        line_no = self._line_no
+        offset, line = 0, None
+        for offset, line in lines:
+            line_no += 1
+            node = None
+            if line[:1] == b"{":
+                try:
+                    node = decode_skeleton(line, offset, 0)
+                except SkeletonError:
+                    pass
+            if node is None or node.type == "session":
+                self._line_no = line_no
+                node = self._decode(offset, line)  # blank, malformed, a second header: the careful way
+                if node is None:
+                    continue
+            nodes.append(node)
+            numbers.append(line_no)
+            if len(nodes) == _AT_ONCE:
+                self.index.add_all(nodes, numbers, self.warnings)
+                nodes, numbers = [], []
+        self.index.add_all(nodes, numbers, self.warnings)
+        self._line_no = line_no
+        if line is not None:  # every complete line is taken in
+            self.end, self.unterminated = offset + len(line) + 1, False
 
     def _take_in(self, lines: Iterable[tuple[int, bytes]], follow_leaf: bool) -> list[Node]:
         """Index complete lines (after the header)."""
