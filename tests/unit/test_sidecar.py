@@ -318,3 +318,11 @@ def test_lines_taken_in_one_by_one_are_indexed_as_at_open(tmp_path: Path, source
         pytest.skip("a torn last line: quarantined at open, left for its writer by a follower")
     follower.index.leaf_id = scan.index.leaf_id
     assert_indexed_alike(follower, scan)
+
+
+def test_sidecars_are_private_to_their_user(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(session_bytes(*chain(5)))
+    side = tmp_path / "cache" / "index" / "s.idx"
+    assert scanned(path).save_sidecar(side)
+    assert (side.stat().st_mode & 0o777, side.parent.stat().st_mode & 0o777) == (0o600, 0o700)

@@ -132,9 +132,9 @@ def save(
         "crc": zlib.crc32(body),
     }
     encoded = jsonfmt.dumps(meta)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ids, labels, names: the user's own
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as out:
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
         out.write(MAGIC + _LENGTH.pack(len(encoded)) + encoded + body)
     os.replace(temporary, target)  # readers see the old sidecar or the new one, never half of one
 
