@@ -205,6 +205,21 @@ def session_round(root: Path, file: Path, reps: int, sequential: int, pipelined:
         daemon.stop()
 
 
+def open_round(root: Path, file: Path) -> Result:
+    """Only open and reopen (sizes where the whole round takes too long)."""
+    shutil.rmtree(root / ".index", ignore_errors=True)
+    daemon = Daemon(root)
+    try:
+        bench = Round(daemon, 1)
+        opened: dict[str, Any] = {}
+        bench.once("open", lambda: opened.update(daemon.request("session/open", {"path": str(file)})))
+        daemon.request("session/close", {"sessionId": opened["sessionId"]})
+        bench.once("reopen", lambda: daemon.request("session/open", {"path": str(file)}))
+        return {"ops": bench.ops, "peakMb": daemon.peak_mb()}
+    finally:
+        daemon.stop()
+
+
 def _after_append(bench: Round, session: dict[str, Any], reps: int, payload: int) -> None:
     daemon = bench.daemon
     daemon.request("session/append", {**session, "entry": message(payload, 0)})

@@ -3,9 +3,11 @@
     python tests/benchmarks/floors.py FILE [FILE...]
 
 Per file: reading the bytes, splitting lines, decoding skeletons (msgspec, as the
-index does), orjson-decoding every line, and the engine's own steps through the
-domain API (SessionService: open, context, tree, path, fork) without the wire,
-plus the size of each answer on the wire. Run it on an idle machine.
+index does), orjson-decoding every line, the previews of every line, and the
+engine's own steps through the domain API (SessionService: open, context, tree,
+path, fork, close and reopen from the index sidecar) without the wire, plus the
+size of the big answers on the wire and what decoding them costs a client. Run it
+on an idle machine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sessiontree import protocol as p
 from sessiontree.entries import decode_skeleton
 from sessiontree.jsonfmt import dumps_wire
 from sessiontree.service import ServiceConfig, SessionService
+from sessiontree.tree.preview import preview_of_line
 
 
 def best(fn: Callable[[], Any], reps: int = 3) -> float:
@@ -59,6 +62,7 @@ def file_floors(path: Path) -> dict[str, float]:
         "msgspec 4-field skeletons": best(lambda: [decoder.decode(line) for line in lines[1:] if line]),
         "decode_skeleton (the index's)": best(lambda: [decode_skeleton(line, 0, 0) for line in lines[1:] if line]),
         "orjson every line": best(lambda: [orjson.loads(line) for line in lines if line]),
+        "preview_of_line every line (a first tree's previews)": best(lambda: [preview_of_line(line) for line in lines[1:] if line]),
     }
 
 
@@ -69,7 +73,7 @@ def engine_steps(path: Path) -> dict[str, float]:
         copy = root / "--bench-project--" / path.name
         copy.parent.mkdir()
         shutil.copyfile(path, copy)
-        service = SessionService(ServiceConfig(sessions_dir=root))
+        service = SessionService(ServiceConfig(sessions_dir=root, index_dir=root / "index"))
         times: dict[str, float] = {}
         start = time.perf_counter()
         opened = service.open(p.OpenParams(str(copy)))
@@ -81,6 +85,9 @@ def engine_steps(path: Path) -> dict[str, float]:
         times["jsonfmt.dumps_wire(context messages)"] = best(lambda: dumps_wire(context.messages))
         times["service.tree (first)"] = best(lambda: service.tree(p.TreeParams(sid)), reps=1)
         times["service.tree (again)"] = best(lambda: service.tree(p.TreeParams(sid)))
+        tree = dumps_wire(p.to_wire(service.tree(p.TreeParams(sid))))
+        times["tree bytes on the wire (MB)"] = len(tree) / 1e6
+        times["orjson.loads(tree) (client)"] = best(lambda: orjson.loads(tree))
         entries = service.entries(p.EntriesParams(sid, path_to=leaf))
         times["service.entries pathTo (path)"] = best(lambda: service.entries(p.EntriesParams(sid, path_to=leaf)))
         times["jsonfmt.dumps_wire(path entries)"] = best(lambda: dumps_wire(entries.entries))
@@ -88,6 +95,12 @@ def engine_steps(path: Path) -> dict[str, float]:
         times["orjson.loads(path entries) (client)"] = best(lambda: orjson.loads(wire))
         times["path bytes on the wire (MB)"] = len(wire) / 1e6
         times["service.fork (leaf path)"] = best(lambda: service.fork(p.ForkParams(sid, entry_id=leaf)), reps=1)
+        start = time.perf_counter()
+        service.close(p.SessionParams(sid))
+        times["service.close (saves the index sidecar)"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        service.open(p.OpenParams(str(copy)))
+        times["service.open again (from the sidecar)"] = (time.perf_counter() - start) * 1000
         times["peak RSS of this process (MB)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return times
     finally:
