@@ -3,6 +3,7 @@
 // Usage: node --expose-gc --max-old-space-size=8192 pi_bench.mjs CONFIG_JSON
 //   {"mode": "session", "file": PATH, "reps": 5, "sequential": 1000, "pipelined": 10000, "payload": 1000, "skip": ["fork"]}
 //   {"mode": "list", "dir": PATH, "cwd": "/bench/list"}
+//   {"mode": "open", "file": PATH}   (open and reopen only)
 // Prints one JSON document: {"ops": {op: {"ms": [...], "peakMb": n}}, "peakMb": n}.
 // Slow operations (open, fork, reopen, appends) run once per process: the runner
 // repeats whole rounds in fresh processes and takes medians. Fast ones run once to
@@ -102,6 +103,15 @@ async function listRound() {
   ops.list.count = sessions.length;
 }
 
+async function openRound() {
+  let sm;
+  record("open", [await timeOnce(() => { sm = SessionManager.open(config.file); })]);
+  sm = null;
+  collect();
+  record("reopen", [await timeOnce(() => { sm = SessionManager.open(config.file); })]);
+}
+
 if (config.mode === "list") await listRound();
+else if (config.mode === "open") await openRound();
 else await sessionRound();
 process.stdout.write(JSON.stringify({ ops, peakMb: peakMb() }) + "\n");
