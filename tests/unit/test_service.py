@@ -352,3 +352,16 @@ def test_the_context_on_the_wire_after_appends_is_what_a_fresh_open_sends(servic
     again = fresh.open(p.OpenParams(created.path)).session_id
     assert wire(service, sid) == wire(fresh, again)
     assert [m["content"][0]["text"] for m in wire(service, sid)["messages"]] == ["one", "two \ud83d", "three"]
+
+
+def test_a_fork_ends_every_line_even_when_the_source_file_does_not(service: SessionService, root: Path) -> None:
+    from support.sessions import assistant, session_bytes, user
+
+    target = root / "proj" / "unended.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(session_bytes(user("e0000001", None, "q"), assistant("e0000002", "e0000001", "a")).rstrip(b"\n"))
+    sid = service.open(p.OpenParams(str(target))).session_id
+    forked = service.fork(p.ForkParams(sid, entry_id="e0000002"))
+    data = Path(forked.path).read_bytes()
+    assert data.endswith(b"}\n") and b"}{" not in data and len(data.splitlines()) == 3
+    assert_indexed_alike(service._get(forked.session_id).session, Session.load(FileStorage(Path(forked.path))))

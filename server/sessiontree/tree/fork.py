@@ -48,7 +48,9 @@ class ForkPlan:
         for part in self.parts:
             if isinstance(part, Copy):
                 start, last = index.offsets[part.seqs[0]], part.seqs[-1]
-                yield session.storage.read(start, index.offsets[last] + index.lengths[last] - start) + b"\n"
+                length = index.offsets[last] + index.lengths[last] - start
+                data = session.storage.read(start, length + 1)  # with the line end after it: no copy to add one
+                yield data if data[length:] == b"\n" else data[:length] + b"\n"  # the file's unended last line
             else:
                 yield part + b"\n"
 
