@@ -50,6 +50,7 @@ from .config import ServerConfig, parse_init_options, resolve_durability, resolv
 from .errors import InvalidParams, SessionTreeError
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, DidChangeParams, parse_params, to_wire
 from .rpc import envelope
+from .rpc.allocator import tune_allocator
 from .rpc.envelope import Invalid, Notification, Request, Response
 from .rpc.framing import Event, Frame, Rejected
 from .rpc.record import Recorder
@@ -548,6 +549,7 @@ def serve(config: ServerConfig) -> int:
     )
     logging.getLogger("pygls").setLevel(logging.DEBUG if config.debug else logging.WARNING)
     wire = claim_stdout()
+    tune_allocator()
     server.protocol.settings = config
     try:
         return asyncio.run(server.protocol.run(sys.stdin.fileno(), wire))

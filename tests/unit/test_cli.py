@@ -134,3 +134,15 @@ def test_context_command_reports_errors(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "ffffffff" in done.stderr and done.stdout == ""
     assert _run("tree", str(tmp_path / "missing.jsonl")).returncode == 2
+
+
+def test_the_allocator_is_set_on_glibc_and_left_alone_when_the_user_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    from sessiontree.rpc.allocator import tune_allocator
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    assert tune_allocator() is True
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    assert tune_allocator() is False
