@@ -94,6 +94,16 @@ def iso_to_ms(value: Any) -> int | None:
 _ids: Final = random.Random()
 
 
+class Either:
+    """Membership in either of two collections, without building their union."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first, self.second = first, second
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
+
+
 def new_entry_id(taken: Any) -> str:
     """8 lowercase hex characters (pi: the first 8 of a random UUID), re-drawn on collision."""
     while True:

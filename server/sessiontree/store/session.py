@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonfmt
-from ..entries import Node, SkeletonError, build_line, decode_skeleton, new_entry_id, node_of_fields, now_iso
+from ..entries import Either, Node, SkeletonError, build_line, decode_skeleton, new_entry_id, node_of_fields, now_iso
 from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
@@ -384,7 +384,7 @@ class Session:
         taken = set()
         lines: list[dict[str, Any]] = []
         for entry in entries:
-            entry_id = new_entry_id(_Either(self.index.by_id, taken))
+            entry_id = new_entry_id(Either(self.index.by_id, taken))
             taken.add(entry_id)
             lines.append(build_line(entry, entry_id, parent_id, now_iso()))
             parent_id = entry_id
@@ -442,12 +442,3 @@ def _shown(entry_id: str | None) -> str:
 def _default_sources(count: int) -> list[str]:
     return ["entry"] if count == 1 else [f"entries[{position}]" for position in range(count)]
 
-
-class _Either:
-    """Membership in either of two collections, without building their union."""
-
-    def __init__(self, first: Any, second: Any) -> None:
-        self.first, self.second = first, second
-
-    def __contains__(self, item: object) -> bool:
-        return item in self.first or item in self.second

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import jsonfmt
-from ..entries import new_entry_id
+from ..entries import Either, new_entry_id
 from ..store import Session, SessionIndex
 
 
@@ -57,16 +57,31 @@ class ForkPlan:
 
 def _copies(session: Session, seqs: list[int]) -> list[Part]:
     """`seqs` as stretches of lines that follow each other in the file."""
+    if not seqs:
+        return []
+    # Stretches of consecutive entries; a stretch is whole unless a malformed line sits inside it.
+    bounds = [0, *[at for at in range(1, len(seqs)) if seqs[at] != seqs[at - 1] + 1], len(seqs)]
+    offsets, lengths = session.index.offsets, session.index.lengths
+    parts: list[Part] = []
+    for start, stop in zip(bounds, bounds[1:]):
+        first, last = seqs[start], seqs[stop - 1]
+        if offsets[last] - offsets[first] == sum(lengths[first:last]) + last - first:
+            parts.append(Copy(seqs[start:stop]))
+        else:
+            parts += _split_at_gaps(session, seqs[start:stop])
+    return parts
+
+
+def _split_at_gaps(session: Session, seqs: list[int]) -> list[Part]:
     offsets, lengths = session.index.offsets, session.index.lengths
     parts: list[Part] = []
     stretch: list[int] = []
     for seq in seqs:
-        if stretch and (seq != stretch[-1] + 1 or offsets[seq] != offsets[seq - 1] + lengths[seq - 1] + 1):
+        if stretch and offsets[seq] != offsets[seq - 1] + lengths[seq - 1] + 1:
             parts.append(Copy(stretch))
             stretch = []
         stretch.append(seq)
-    if stretch:
-        parts.append(Copy(stretch))
+    parts.append(Copy(stretch))
     return parts
 
 
@@ -74,63 +89,80 @@ def branched_plan(session: Session, path: list[int]) -> ForkPlan:
     """The path without its label entries, then the labels of kept entries re-created at its end."""
     index = session.index
     labels = _codes_of(index, "label")
-    compactions = _codes_of(index, "compaction")
     codes = index.kinds.codes
-    after = _kept_after_labels(index, path, labels)
+    dropped = [at for at, seq in enumerate(path) if codes[seq] in labels]
+    after = _kept_after_labels(index, path, dropped)
+    # Entries copied as they are, except those the loop below rewrites: the child of a dropped
+    # label, and a compaction that kept from one.
+    rewrite = {at + 1 for at in dropped if at + 1 < len(path) and codes[path[at + 1]] not in labels}
+    if after:
+        compactions = _codes_of(index, "compaction")
+        rewrite |= {at for at, seq in enumerate(path) if codes[seq] in compactions}
     plan = ForkPlan(path=True)
-    kept: list[int] = []  # the stretch of kept entries since the last line made anew
-    previous: int | None = None  # the last kept entry
-    after_label = False  # the entry before on the path (its parent) was a dropped label
-    for seq in path:
-        code = codes[seq]
-        if code in labels:
-            after_label = True
-            continue
-        entry = session.entry(index.node(seq)) if after and code in compactions else None
-        keeps_label = entry is not None and entry.get("firstKeptEntryId") in after
-        if after_label or keeps_label:
-            plan.parts += _copies(session, kept)
-            kept = []
-            entry = entry or session.entry(index.node(seq))
-            if after_label:
-                entry["parentId"] = None if previous is None else index.ids[previous]
-            if keeps_label:  # the kept part began at a label: begin it at the entry after it
-                entry["firstKeptEntryId"] = after[entry["firstKeptEntryId"]]
-            plan.parts.append(jsonfmt.dumps(entry))
-            after_label = False
-        else:
-            kept.append(seq)
-        previous = seq
-    plan.parts += _copies(session, kept)
-    kept_ids = {index.ids[seq] for seq in path if codes[seq] not in labels}
-    plan.parts.extend(_label_lines(session, kept_ids, None if previous is None else index.ids[previous]))
+    skip = set(dropped)
+    done = 0  # path positions before this are planned
+    for at in sorted(rewrite):
+        plan.parts += _copies(session, [seq for position, seq in enumerate(path[done:at], done) if position not in skip])
+        plan.parts.append(_rewritten(session, path, at, after, skip))
+        done = at + 1
+    plan.parts += _copies(session, [seq for position, seq in enumerate(path[done:], done) if position not in skip])
+    kept = _Kept(index, set(path), labels)
+    last_kept = next((seq for position, seq in zip(range(len(path) - 1, -1, -1), reversed(path)) if position not in skip), None)
+    plan.parts.extend(_label_lines(session, kept, None if last_kept is None else index.ids[last_kept]))
     return plan
+
+
+def _rewritten(session: Session, path: list[int], at: int, after: dict[str, str | None], skip: set[int]) -> bytes:
+    """A path entry whose line changes: re-parented past dropped labels, or keeping from the entry
+    after a dropped label (or copied unchanged, a compaction that did not keep from one)."""
+    index = session.index
+    seq = path[at]
+    if at - 1 not in skip and session.index.kinds.values[index.kinds.codes[seq]][0] == "compaction":
+        entry = session.entry(index.node(seq))
+        if entry.get("firstKeptEntryId") not in after:
+            return session.raw(index.node(seq))
+    entry = session.entry(index.node(seq))
+    if at - 1 in skip:
+        previous = next((path[p] for p in range(at - 1, -1, -1) if p not in skip), None)
+        entry["parentId"] = None if previous is None else index.ids[previous]
+    if entry.get("firstKeptEntryId") in after:  # the kept part began at a label: begin it at the entry after it
+        entry["firstKeptEntryId"] = after[entry["firstKeptEntryId"]]
+    return jsonfmt.dumps(entry)
+
+
+class _Kept:
+    """Is this entry id one the fork keeps (on the path, not a label)? Without a set of every id."""
+
+    def __init__(self, index: SessionIndex, on_path: set[int], labels: set[int]) -> None:
+        self.index, self.on_path, self.labels = index, on_path, labels
+
+    def __contains__(self, entry_id: object) -> bool:
+        seq = self.index.by_id.get(entry_id) if isinstance(entry_id, str) else None
+        return seq is not None and seq in self.on_path and self.index.kinds.codes[seq] not in self.labels
 
 
 def _codes_of(index: SessionIndex, type_: str) -> set[int]:
     return {code for code, kind in enumerate(index.kinds.values) if kind is not None and kind[0] == type_}
 
 
-def _kept_after_labels(index: SessionIndex, path: list[int], labels: set[int]) -> dict[str, str | None]:
-    """For each label entry on the path, the next entry the fork keeps."""
+def _kept_after_labels(index: SessionIndex, path: list[int], dropped: list[int]) -> dict[str, str | None]:
+    """For each label entry on the path (at the positions `dropped`), the next entry the fork keeps."""
     after: dict[str, str | None] = {}
-    following: str | None = None
-    for seq in reversed(path):
-        if index.kinds.codes[seq] in labels:
-            after[index.ids[seq]] = following
-        else:
-            following = index.ids[seq]
+    skip = set(dropped)
+    for at in dropped:
+        following = next((path[p] for p in range(at + 1, len(path)) if p not in skip), None)
+        after[index.ids[path[at]]] = None if following is None else index.ids[following]
     return after
 
 
-def _label_lines(session: Session, kept_ids: set[str], parent: str | None) -> list[bytes]:
-    taken = set(kept_ids)
+def _label_lines(session: Session, kept: _Kept, parent: str | None) -> list[bytes]:
+    made: set[str] = set()
     lines = []
     for target, (label, timestamp) in session.index.labels.items():
-        if target not in kept_ids:
+        if target not in kept:
             continue
-        entry_id = new_entry_id(taken)
-        taken.add(entry_id)
+        entry_id = new_entry_id(Either(kept, made))
+        made.add(entry_id)
         label_entry: dict[str, Any] = {
             "type": "label",
             "id": entry_id,
@@ -149,3 +181,4 @@ def whole_plan(session: Session) -> ForkPlan:
     plan = ForkPlan(path=False)
     plan.parts = _copies(session, list(range(len(session.index))))
     return plan
+
