@@ -207,11 +207,12 @@ class ContextCache:
         answer after an append costs one message's encoding (and a copy), not the whole context's."""
         assert self.context is not None
         messages, wire = self.context.messages, self._wire
-        for message in messages[self._encoded :]:
+        new = messages[self._encoded :]
+        if new:  # encoded in one call: "[a,b]" is the messages' JSON joined by commas
             if self._encoded:
                 wire += b","
-            wire += jsonfmt.dumps_wire(message)
-            self._encoded += 1
+            wire += memoryview(jsonfmt.dumps_wire(new))[1:-1]
+            self._encoded += len(new)
         wire += b"]"
         text = bytes(wire)
         del wire[-1]
