@@ -242,3 +242,10 @@ def test_errors_name_the_field_as_the_request_spelled_it(make_storage: StorageFa
     with pytest.raises(LeafConflict) as conflict:
         session.append([{"type": "custom", "customType": "x"}], expected_leaf=None)
     assert conflict.value.message == "the leaf is e0000002, not null"
+
+
+def test_warnings_at_open_are_in_line_order(make_storage: StorageFactory) -> None:
+    first = user("e0000001", None, "q1")
+    data = session_bytes(first, first, user("e0000002", "e0000001", "q2")) + b"not json\n" + line(user("e0000002", None, "q3"))
+    session = Session.load(make_storage(data))
+    assert [(w.kind, w.line) for w in session.warnings] == [("duplicate-id", 3), ("malformed", 5), ("duplicate-id", 6)]

@@ -169,9 +169,11 @@ class Session:
                     node = decode_skeleton(line, offset, 0)
                 except SkeletonError:
                     pass
-            if node is None or node.type == "session":
+            if node is None or node.type == "session":  # blank, malformed, a second header: the careful way
+                self.index.add_all(nodes, numbers, self.warnings)  # warnings stay in line order
+                nodes, numbers = [], []
                 self._line_no = line_no
-                node = self._decode(offset, line)  # blank, malformed, a second header: the careful way
+                node = self._decode(offset, line)
                 if node is None:
                     continue
             nodes.append(node)
