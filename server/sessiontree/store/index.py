@@ -201,51 +201,15 @@ class SessionIndex:
     # ------------------------------------------------------------------ adding
 
     def add(self, node: Node, line: int, warnings: list[Warning], follow_leaf: bool = False) -> None:
-        """Index one entry. `follow_leaf`: move the leaf only when `node` continues it.
-        (Runs once per line on open: written for speed, columns reached directly.)"""
-        by_id = self._by_id
-        if by_id is None or self._make:
-            by_id = self._make_all()
-        seq = len(self.offsets)
-        entry_id, kind, role, setting, parent_id = node.id, node.type, node.role, node.setting, node.parent_id
-        if entry_id in by_id:
-            self._note_duplicate(entry_id, line, warnings)
-        parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
-        if parent == MISSING:
-            self._note_orphan(seq, parent_id)  # type: ignore[arg-type]
-        self._ids.append(entry_id)  # type: ignore[union-attr]
-        self._timestamps.append(node.timestamp)  # type: ignore[union-attr]
-        self.parents.append(parent)
-        self.offsets.append(node.offset)
-        self.lengths.append(node.length)
-        kinds = self.kinds
-        code = kinds.plain.get((kind, role))
-        kinds.codes.append(kinds.code(kind, role) if code is None else code)
-        if setting is not None:
-            self.settings.put(seq, setting)
-        anchor = self.anchor
-        record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
-        if record != UNANCHORED and (kind in _SETTERS or role == "assistant" and kind == "message"):
-            records = self.records
-            found = records[3 * record : 3 * record + 3]
-            found[_SETTERS.get(kind, 1)] = seq
-            records.extend(found)
-            record = len(records) // 3 - 1
-        anchor.append(record)
-        if self._waiting and entry_id in self._waiting:
-            self._adopt_orphans(entry_id, seq)
-        by_id[entry_id] = seq
-        self.version += 1
-        if kind == "label":
-            self._apply_label(node, line, warnings)
-        elif kind == "session_info":
-            self.raw_name = setting
-        if not follow_leaf or parent_id == self.leaf_id:
-            self.leaf_id = entry_id
+        """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
+        leaf = self.leaf_id
+        self.add_all([node], [line], warnings)
+        if follow_leaf and node.parent_id != leaf:
+            self.leaf_id = leaf
 
     def add_all(self, nodes: list[Node], lines: list[int], warnings: list[Warning]) -> None:
-        """`add` for entries read in file order at open (`lines`: their line numbers), the leaf
-        following: what must look back (ids, parents, anchors) in one loop, the rest gathered."""
+        """Index entries in file order (`lines`: their line numbers), the leaf moving to the last:
+        what must look back (ids, parents, anchors) in one loop, the other columns gathered."""
         if not nodes:
             return
         by_id = self._by_id
