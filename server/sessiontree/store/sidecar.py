@@ -32,7 +32,7 @@ import msgspec
 from .. import jsonfmt
 from ..protocol import Warning, converter
 from .columns import Codes, SparseCodes
-from .index import SessionIndex
+from .index import MISSING, UNANCHORED, SessionIndex
 
 MAGIC: Final = b"sessiontree-index\n"
 FORMAT: Final = 1
@@ -181,7 +181,7 @@ def load(source: Path, stat: os.stat_result, read: Callable[[int, int], bytes]) 
         if not _matches(meta, stat, read):
             return None
         return _restore(meta, body)
-    except (_Damaged, ValueError, KeyError, TypeError, IndexError, struct.error):
+    except Exception:  # a sidecar is a cache: whatever is wrong with it, the file is scanned instead
         return None
 
 
@@ -212,10 +212,7 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     index.defer(
         ids=_strings_later(blobs[8], ids_codec, count), timestamps=_strings_later(blobs[9], stamps_codec, count)
     )
-    if any(len(column) != count for column in (index.parents, index.offsets, index.lengths, index.anchor)):
-        raise _Damaged
-    if len(index.kinds.codes) != count:
-        raise _Damaged
+    _check_columns(index, count)
     index.anchors_hold = meta["anchorsHold"]
     index.raw_name = meta["rawName"]
     index.labels = {target: (label, stamp) for target, label, stamp in meta["labels"]}
@@ -224,6 +221,29 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     index.version = count
     warnings = [converter.structure(w, Warning) for w in meta["warnings"]]
     return Snapshot(index, meta["header"], warnings, meta["lineNo"], meta["covered"])
+
+
+def _check_columns(index: SessionIndex, count: int) -> None:
+    """The columns agree with each other: every position they hold points inside them (a sidecar
+    whose checksum holds can still come from a buggy or hostile writer)."""
+    columns = (index.parents, index.offsets, index.lengths, index.anchor, index.kinds.codes)
+    if any(len(column) != count for column in columns) or len(index.records) % 3:
+        raise _Damaged
+    records = len(index.records) // 3
+    settings = index.settings
+    bounds = (
+        (index.parents, MISSING, count),
+        (index.anchor, UNANCHORED, records),
+        (index.records, -1, count),
+        (index.kinds.codes, 1, len(index.kinds.values)),
+        (settings.positions, 0, count),
+        (settings.coded.codes, 1, len(settings.coded.values)),
+    )
+    for column, low, high in bounds:
+        if column and (min(column) < low or max(column) >= high):
+            raise _Damaged
+    if len(settings.positions) != len(settings.coded.codes) or any(seq >= count for seq in index.orphans):
+        raise _Damaged
 
 
 def _cut(body: memoryview, sizes: list[int]) -> list[memoryview]:
