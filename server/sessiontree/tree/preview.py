@@ -47,7 +47,11 @@ _decode_line: Final = msgspec.json.Decoder(_Line).decode
 
 
 def _one_line(text: str) -> str:
-    flat = " ".join(text[: PREVIEW_CHARS * 4].split())  # a tool result may be pages long
+    # Whitespace folded over a prefix, not the whole text (a tool result may be pages long): twice
+    # the line is usually enough to know the line; if not, four times, as always before.
+    flat = " ".join(text[: PREVIEW_CHARS * 2].split())
+    if len(flat) <= PREVIEW_CHARS and len(text) > PREVIEW_CHARS * 2:
+        flat = " ".join(text[: PREVIEW_CHARS * 4].split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
@@ -55,6 +59,7 @@ def _content_text(content: str | list[_Block] | None) -> str:
     if isinstance(content, str):
         return content
     parts = []
+    length = 0
     for block in content or ():
         if block.type == "text" and isinstance(block.text, str):
             parts.append(block.text)
@@ -62,7 +67,10 @@ def _content_text(content: str | list[_Block] | None) -> str:
             parts.append(f"[{block.name}]")
         elif block.type == "image":
             parts.append("[image]")
-        if sum(map(len, parts)) > PREVIEW_CHARS * 4:
+        else:
+            continue
+        length += len(parts[-1])
+        if length > PREVIEW_CHARS * 4:
             break  # enough for one line
     return " ".join(parts)
 
