@@ -74,12 +74,16 @@ class SessionIndex:
         self.labels: dict[str, tuple[Any, Any]] = {}  # target id -> (label, label entry timestamp)
         self.raw_name: Any = None
         self.leaf_id: str | None = None
-        self.version = 0  # counts additions, so derived views know when to rebuild
         self.anchors_hold = True  # false once an id repeats: a later line may change an earlier path
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
     def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def version(self) -> int:
+        """Counts additions (entries are only ever added), so derived views know when to rebuild."""
         return len(self.offsets)
 
     def defer(self, **make: Callable[[], list[Any]]) -> None:
@@ -239,7 +243,6 @@ class SessionIndex:
             if kind in _NAMING:
                 self._apply_setting(node, lines[seq - start], warnings)
         self._gather(nodes, start)
-        self.version += len(nodes)
         self.leaf_id = nodes[-1].id
 
     def _gather(self, nodes: list[Node], start: int) -> None:
@@ -286,7 +289,6 @@ class SessionIndex:
         self._copy_settings(source, seqs, start)
         self._anchor_chain(start, new_codes)
         self.by_id.update(zip(ids, range(start, start + count)))
-        self.version += count
         self.leaf_id = ids[-1]
         return True
 

@@ -218,7 +218,6 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     index.orphans = {seq: parent for seq, parent in meta["orphans"]}
     _check_columns(index, count)
     index.restore_waiting()
-    index.version = count
     warnings = [converter.structure(w, Warning) for w in meta["warnings"]]
     return Snapshot(index, meta["header"], warnings, meta["lineNo"], meta["covered"])
 
