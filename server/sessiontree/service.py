@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -331,13 +332,13 @@ class SessionService:
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
         header.update(cwd=cwd, parentSession=str(opened.path))
         header_line = jsonfmt.dumps(header)
-        chunks = [header_line + b"\n", *plan.chunks(session)]
+        chunks = itertools.chain([header_line + b"\n"], plan.chunks(session))  # read as written: the path is not held whole
         written = self._write_new_file(directory, file_name(timestamp, session_id), chunks)
         forked_session = Session.adopt(FileStorage(written, self.config.durability), header_line, plan, session)
         forked = self._add(OpenSession(forked_session, written, self.listener))
         return protocol.ForkResult(forked.id, str(written))
 
-    def _write_new_file(self, directory: Path, name: str, chunks: list[bytes]) -> Path:
+    def _write_new_file(self, directory: Path, name: str, chunks: Iterable[bytes]) -> Path:
         """Write a whole new session file (chunks of whole lines) under a temporary name, then
         rename it into place."""
         path = directory / name

@@ -26,18 +26,8 @@ class Codes:
         for code, value in enumerate(self.values):
             self._remember(value, code)
 
-    def add(self, value: Any) -> None:
-        try:
-            self.codes.append(self.plain[value])
-        except (KeyError, TypeError):
-            self.codes.append(self._code_slowly(value))
-
-    def code(self, *value: Any) -> int:
-        """The code of a tuple value, made if new (`plain` answers the known ones faster)."""
-        return self.code_of(value)
-
     def code_of(self, value: Any) -> int:
-        """The code of a value, made if new."""
+        """The code of a value, made if new (`plain.get` answers the usual ones faster)."""
         try:
             return self.plain[value]
         except (KeyError, TypeError):
@@ -91,10 +81,6 @@ class SparseCodes:
     def __init__(self, positions: array | None = None, coded: Codes | None = None) -> None:
         self.positions = array("i") if positions is None else positions
         self.coded = Codes() if coded is None else coded
-
-    def put(self, position: int, value: Any) -> None:
-        self.positions.append(position)
-        self.coded.add(value)
 
     def put_all(self, items: list[tuple[int, Any]]) -> None:
         """`put` for many (position, value) pairs, positions increasing."""

@@ -220,8 +220,10 @@ class SessionIndex:
         if by_id is None or self._make:
             by_id = self._make_all()
         start = len(self.offsets)
-        anchor, records, parents, setters, waiting = self.anchor, self.records, self.parents, _SETTERS, self._waiting
-        for seq, node in enumerate(nodes, start):
+        plain, code_of = self.kinds.plain, self.kinds.code_of
+        codes = [plain.get(key) or code_of(key) for key in [(node.type, node.role) for node in nodes]]
+        anchor, records, parents, setters, waiting = self.anchor, self.records, self.parents, self._setters_by_code(), self._waiting
+        for seq, node, code in zip(range(start, start + len(nodes)), nodes, codes):
             entry_id, parent_id = node.id, node.parent_id
             if entry_id in by_id:
                 self._note_duplicate(entry_id, lines[seq - start], warnings)
@@ -230,31 +232,34 @@ class SessionIndex:
                 self._note_orphan(seq, parent_id)  # type: ignore[arg-type]
             parents.append(parent)
             record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
-            kind = node.type
-            if record != UNANCHORED and (kind in setters or kind == "message" and node.role == "assistant"):
+            if record != UNANCHORED and setters[code] >= 0:
                 found = records[3 * record : 3 * record + 3]
-                found[setters.get(kind, 1)] = seq
+                found[setters[code]] = seq
                 records.extend(found)
                 record = len(records) // 3 - 1
             anchor.append(record)
             if waiting and entry_id in waiting:
                 self._adopt_orphans(entry_id, seq)
             by_id[entry_id] = seq
-            if kind in _NAMING:
+            if node.type in _NAMING:
                 self._apply_setting(node, lines[seq - start], warnings)
-        self._gather(nodes, start)
+        self._gather(nodes, start, codes)
         self.leaf_id = nodes[-1].id
 
-    def _gather(self, nodes: list[Node], start: int) -> None:
+    def _gather(self, nodes: list[Node], start: int, codes: list[int]) -> None:
         self._ids.extend([node.id for node in nodes])  # type: ignore[union-attr]
         self._timestamps.extend([node.timestamp for node in nodes])  # type: ignore[union-attr]
         self.offsets.extend([node.offset for node in nodes])
         self.lengths.extend([node.length for node in nodes])
-        kinds = self.kinds
-        plain, code = kinds.plain, kinds.code
-        kinds.codes.extend([plain.get(key) or code(*key) for key in [(node.type, node.role) for node in nodes]])
+        self.kinds.codes.extend(codes)
         settings = [(seq, node.setting) for seq, node in enumerate(nodes, start) if node.setting is not None]
         self.settings.put_all(settings)
+
+    def _setters_by_code(self) -> list[int]:
+        """Per kinds code, the position of an anchor record its entries set (-1: none)."""
+        if len(self._setters) != len(self.kinds.values):
+            self._setters = [_setter_of(kind) for kind in self.kinds.values]
+        return self._setters
 
     def _apply_setting(self, node: Node, line: int, warnings: list[Warning]) -> None:
         if node.type == "label":
@@ -309,9 +314,7 @@ class SessionIndex:
     def _anchor_chain(self, start: int, codes: Sequence[int]) -> None:
         """Anchor records for a chain below entry `start - 1`: each setter makes a new record, every
         other entry shares the record of the setter (or the parent) before it."""
-        if len(self._setters) != len(self.kinds.values):
-            self._setters = [_setter_of(kind) for kind in self.kinds.values]
-        setters, records = self._setters, self.records
+        setters, records = self._setters_by_code(), self.records
         record = self.anchor[start - 1]
         marks = [setters[code] >= 0 for code in codes]
         if record == UNANCHORED or not any(marks):

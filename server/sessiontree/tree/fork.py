@@ -107,25 +107,28 @@ def branched_plan(session: Session, path: list[int]) -> ForkPlan:
         done = at + 1
     plan.parts += _copies(session, [seq for position, seq in enumerate(path[done:], done) if position not in skip])
     kept = _Kept(index, set(path), labels)
-    last_kept = next((seq for position, seq in zip(range(len(path) - 1, -1, -1), reversed(path)) if position not in skip), None)
-    plan.parts.extend(_label_lines(session, kept, None if last_kept is None else index.ids[last_kept]))
+    plan.parts.extend(_label_lines(session, kept, _kept_id_before(index, path, len(path), skip)))
     return plan
 
 
+def _kept_id_before(index: SessionIndex, path: list[int], at: int, skip: set[int]) -> str | None:
+    """The id of the last entry the fork keeps before path position `at`."""
+    return next((index.ids[path[p]] for p in range(at - 1, -1, -1) if p not in skip), None)
+
+
 def _rewritten(session: Session, path: list[int], at: int, after: dict[str, str | None], skip: set[int]) -> bytes:
-    """A path entry whose line changes: re-parented past dropped labels, or keeping from the entry
-    after a dropped label (or copied unchanged, a compaction that did not keep from one)."""
+    """A path entry whose line may change: re-parented past dropped labels, or a compaction keeping
+    from the entry after a dropped label. Its own bytes when neither applies."""
     index = session.index
-    seq = path[at]
-    if at - 1 not in skip and session.index.kinds.values[index.kinds.codes[seq]][0] == "compaction":
-        entry = session.entry(index.node(seq))
-        if entry.get("firstKeptEntryId") not in after:
-            return session.raw(index.node(seq))
-    entry = session.entry(index.node(seq))
-    if at - 1 in skip:
-        previous = next((path[p] for p in range(at - 1, -1, -1) if p not in skip), None)
-        entry["parentId"] = None if previous is None else index.ids[previous]
-    if entry.get("firstKeptEntryId") in after:  # the kept part began at a label: begin it at the entry after it
+    node = index.node(path[at])
+    entry = session.entry(node)
+    reparent = at - 1 in skip
+    keeps_label = node.type == "compaction" and entry.get("firstKeptEntryId") in after
+    if not reparent and not keeps_label:
+        return session.raw(node)
+    if reparent:
+        entry["parentId"] = _kept_id_before(index, path, at, skip)
+    if keeps_label:  # the kept part began at a label: begin it at the entry after it
         entry["firstKeptEntryId"] = after[entry["firstKeptEntryId"]]
     return jsonfmt.dumps(entry)
 
