@@ -1,4 +1,4 @@
--- Commands of the sessiontree plugin (Neovim 0.7+). The daemon starts on first use.
+-- Commands of the sessiontree plugin (Neovim 0.7 to 0.11). The daemon starts on first use.
 if vim.g.loaded_sessiontree then
   return
 end
@@ -12,10 +12,7 @@ vim.api.nvim_create_user_command('SessionOpen', function(args)
   if args.args == '' then
     st().guard(st().pick)
   else
-    st().guard(function()
-      st().open(args.args)
-      st().show_tree()
-    end)
+    st().guard(st().open_and_show, args.args)
   end
 end, { nargs = '?', complete = 'file', desc = 'Open a session file (or pick one) and show its tree' })
 
@@ -29,6 +26,8 @@ end, { desc = 'Show what the model sees at the leaf' })
 
 vim.api.nvim_create_autocmd('VimLeavePre', {
   callback = function()
-    st().stop()
+    if package.loaded['sessiontree'] then
+      st().stop(2000)
+    end
   end,
 })

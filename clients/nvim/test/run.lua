@@ -1,16 +1,34 @@
--- Headless test of the plugin against the real daemon:
+-- Headless test of the plugin against the real daemon, on any Neovim from 0.7 to 0.11:
 --   nvim --headless -u NONE -c "luafile clients/nvim/test/run.lua"
--- Asserts on the tree and context buffers and on the session file; exits 0 when all pass.
+-- Asserts on what a user sees (the tree and context buffers, messages, :checkhealth) and, through
+-- the daemon or the file, on what the commands did; exits 0 when all pass. The commands are
+-- asynchronous: the test (only the test) waits with vim.wait for the buffers to change.
 -- The daemon: $SESSIONTREE_COMMAND, $SESSIONTREE_PYTHON, else the repository's .venv, else python3.
 local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
 local plugin_dir = vim.fn.fnamemodify(here, ':h')
 local repo = vim.fn.fnamemodify(plugin_dir, ':h:h')
 vim.opt.runtimepath:prepend(plugin_dir)
 vim.cmd('runtime plugin/sessiontree.lua')
+local uv = vim.uv or vim.loop
 
 local failures, passed = {}, 0
 local function out(text)
   io.stdout:write(text .. '\n')
+end
+
+-- Messages the plugin gives the user.
+local messages = {}
+vim.notify = function(message, level)
+  table.insert(messages, { message = message, level = level })
+end
+local function messages_matching(pattern)
+  local found = {}
+  for _, m in ipairs(messages) do
+    if m.message:find(pattern) then
+      table.insert(found, m)
+    end
+  end
+  return found
 end
 
 local function test(name, fn)
@@ -21,12 +39,20 @@ local function test(name, fn)
   else
     table.insert(failures, name)
     out('not ok - ' .. name .. '\n' .. tostring(type(err) == 'table' and vim.inspect(err) or err))
+    out('  messages: ' .. vim.inspect(messages))
   end
 end
 
 local function eq(expected, got, what)
   if not vim.deep_equal(expected, got) then
     error(string.format('%s:\n  expected %s\n  got      %s', what or 'values differ', vim.inspect(expected), vim.inspect(got)), 2)
+  end
+end
+
+--- Wait (the test only) until fn() is true; fail with what() otherwise.
+local function wait_for(description, fn, timeout_ms)
+  if not vim.wait(timeout_ms or 10000, fn, 10) then
+    error('timed out waiting for ' .. description, 2)
   end
 end
 
@@ -50,6 +76,10 @@ local function buffer_lines(buf)
   return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
 end
 
+local function tree_lines()
+  return vim.list_slice(buffer_lines(), 3)
+end
+
 local function press(keys)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'x', false)
 end
@@ -61,7 +91,13 @@ local function cursor_to(text)
       return
     end
   end
-  error('no line with ' .. text)
+  error('no line with ' .. text .. ' in ' .. vim.inspect(buffer_lines()), 2)
+end
+
+local function has_line(text)
+  return function()
+    return vim.tbl_contains(buffer_lines(), text)
+  end
 end
 
 local root = vim.fn.tempname() .. '-sessions'
@@ -70,6 +106,7 @@ root = vim.fn.resolve(root)
 local st = require('sessiontree')
 local rpc = require('sessiontree.rpc')
 st.setup({ cmd = command(), sessions_dir = root })
+out('# Neovim ' .. rpc.nvim_version())
 
 local function user(text)
   return { type = 'message', message = { role = 'user', content = text, timestamp = 1735689600000 } }
@@ -80,11 +117,14 @@ local function assistant(text)
     message = { role = 'assistant', content = { { type = 'text', text = text } }, timestamp = 1735689600000 },
   }
 end
+local function leaf_id()
+  return st.request_sync('session/info', { sessionId = st.state.session.sessionId }).leafId
+end
 
 -- A second daemon writes the session, as another program would.
-local other = rpc.start({ cmd = command(), sessions_dir = root })
-local created = other:request('session/create', { cwd = '/work/nvim' })
-local batch = other:request('session/append', {
+local other = assert(rpc.start({ cmd = command(), sessions_dir = root }))
+local created = other:request_sync('session/create', { cwd = '/work/nvim' })
+local batch = other:request_sync('session/append', {
   sessionId = created.sessionId,
   entries = { user('Hello'), assistant('Hi there'), user('Fix the bug') },
 })
@@ -92,17 +132,20 @@ local ids = {}
 for _, entry in ipairs(batch.appended) do
   table.insert(ids, entry.id)
 end
-other:request('session/setName', { sessionId = created.sessionId, name = 'Demo' })
+other:request_sync('session/setName', { sessionId = created.sessionId, name = 'Demo' })
 
 test('session/list with an empty object (vim.empty_dict), not an array', function()
-  local sessions = st.list()
+  local sessions = st.request_sync('session/list', vim.empty_dict()).sessions
   eq(1, #sessions, 'sessions listed')
   eq('Demo', sessions[1].name)
 end)
 
-test(':SessionOpen draws the tree of the file', function()
+test(':SessionOpen shows the tree buffer at once, then the tree of the file', function()
   vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
+  -- The command has returned before the daemon answered: the buffer says what is coming.
   eq(true, vim.api.nvim_buf_get_name(0):match('sessiontree://tree$') ~= nil, 'the tree buffer is current')
+  eq({ 'Opening ' .. created.path .. '…' }, buffer_lines(), 'before the answer')
+  wait_for('the tree', has_line('● session info: name: Demo ← leaf'))
   local lines = buffer_lines()
   eq('Session Demo  (' .. created.path .. ')', lines[1], 'title')
   eq({
@@ -110,29 +153,32 @@ test(':SessionOpen draws the tree of the file', function()
     '● assistant: Hi there',
     '● user: Fix the bug',
     '● session info: name: Demo ← leaf',
-  }, vim.list_slice(lines, 3), 'tree lines')
+  }, tree_lines(), 'tree lines')
+  eq(6, vim.api.nvim_win_get_cursor(0)[1], 'the cursor on the leaf')
 end)
 
-test('<CR> on an entry moves the leaf; the next append branches there', function()
+test('<CR> on an entry moves the leaf (as the daemon says); the next append branches there', function()
   cursor_to('user: Hello')
   press('<CR>')
-  local info = st.request('session/info', { sessionId = st.state.session.sessionId })
-  eq(ids[1], info.leafId, 'leaf after <CR>')
-  st.request('session/append', { sessionId = st.state.session.sessionId, entry = user('Another way') })
-  st.refresh()
+  wait_for('the leaf marker to move', has_line('● user: Hello ← leaf'))
+  eq(ids[1], leaf_id(), 'leaf after <CR>')
+  st.request_sync('session/append', { sessionId = st.state.session.sessionId, entry = user('Another way') })
+  press('r')
+  wait_for('the new entry', has_line('  ● user: Another way ← leaf'))
   eq({
     '● user: Hello',
     '  ○ assistant: Hi there',
     '  ○ user: Fix the bug',
     '  ○ session info: name: Demo',
     '  ● user: Another way ← leaf',
-  }, vim.list_slice(buffer_lines(), 3), 'tree after branching')
+  }, tree_lines(), 'tree after branching')
 end)
 
 test('l labels the entry under the cursor: in the buffer and in the file', function()
   cursor_to('user: Hello')
   press('lstart<CR>')
-  eq('● user: Hello [start]', buffer_lines()[3])
+  io.stdout:write('\n') -- after the prompt's echo
+  wait_for('the label', has_line('● user: Hello [start]'))
   local labels = {}
   for _, entry in ipairs(read_entries(created.path)) do
     if entry.type == 'label' then
@@ -142,40 +188,191 @@ test('l labels the entry under the cursor: in the buffer and in the file', funct
   eq({ { ids[1], 'start' } }, labels, 'label entries in the file')
 end)
 
-test('the tree redraws when another daemon appends', function()
-  local opened = other:request('session/open', { path = created.path })
-  local leaf = st.request('session/info', { sessionId = st.state.session.sessionId }).leafId
-  other:request('session/append', { sessionId = opened.sessionId, entry = assistant('From elsewhere'), parentId = leaf })
-  local redrawn = vim.wait(5000, function()
-    return vim.tbl_contains(buffer_lines(), '  ● assistant: From elsewhere ← leaf')
-  end, 20)
-  eq(true, redrawn, 'redrawn by session/didChange: ' .. vim.inspect(buffer_lines()))
+test('the tree follows another daemon appending (session/didChange)', function()
+  local opened = other:request_sync('session/open', { path = created.path })
+  other:request_sync('session/append', { sessionId = opened.sessionId, entry = assistant('From elsewhere'), parentId = leaf_id() })
+  wait_for('the redraw', has_line('  ● assistant: From elsewhere ← leaf'), 5000)
+end)
+
+test('the tree follows another process writing the file', function()
+  local leaf = leaf_id()
+  local line = vim.json.encode({
+    type = 'message',
+    id = 'feed0001',
+    parentId = leaf,
+    timestamp = '2026-01-01T00:00:00.000Z',
+    message = { role = 'user', content = 'Written by a script', timestamp = 1767225600000 },
+  })
+  local file = assert(io.open(created.path, 'a'))
+  file:write(line .. '\n')
+  file:close()
+  wait_for('the redraw', has_line('  ● user: Written by a script ← leaf'), 5000)
+  eq('feed0001', leaf_id(), 'the leaf followed the other writer')
+end)
+
+test('a hidden tree buffer is brought up to date when shown again', function()
+  vim.cmd('enew')
+  local opened = other:request_sync('session/open', { path = created.path })
+  other:request_sync('session/append', { sessionId = opened.sessionId, entry = assistant('While hidden'), parentId = leaf_id() })
+  wait_for('the change to be noted', function()
+    return st.state.tree.stale
+  end, 5000)
+  vim.cmd('SessionTree')
+  wait_for('the redraw', has_line('  ● assistant: While hidden ← leaf'), 5000)
+  vim.cmd('bwipeout #')
 end)
 
 test(':SessionContext shows what the model sees', function()
   vim.cmd('SessionContext')
-  eq({ 'user: Hello', 'user: Another way', 'assistant: From elsewhere' }, buffer_lines(), 'context lines')
+  eq({ 'Loading the context at the leaf…' }, buffer_lines(), 'before the answer')
+  wait_for('the context', function()
+    return buffer_lines()[1] == 'user: Hello'
+  end)
+  eq({ 'user: Hello', 'user: Another way', 'assistant: From elsewhere', 'user: Written by a script', 'assistant: While hidden' }, buffer_lines(), 'context lines')
+end)
+
+test('a newer request replaces an older one: the older answer is dropped', function()
+  local client = st.client()
+  local first, second = nil, nil
+  local handle = client:request('session/context', { sessionId = st.state.session.sessionId }, function(_, r)
+    first = r
+  end)
+  client:cancel(handle)
+  client:request('session/info', { sessionId = st.state.session.sessionId }, function(_, r)
+    second = r
+  end)
+  wait_for('the newer answer', function()
+    return second ~= nil
+  end)
+  vim.wait(100)
+  eq(nil, first, 'the cancelled request called back')
+  eq(false, client:pending(handle), 'still pending')
 end)
 
 test('f forks at the entry under the cursor into a new file and shows it', function()
   vim.cmd('SessionTree')
+  wait_for('the tree', has_line('  ○ assistant: Hi there'))
   cursor_to('assistant: Hi there')
   local before = st.state.session.path
   press('f')
+  wait_for('the forked session', function()
+    return st.state.session.path ~= before and st.state.tree.shown == st.state.session.path
+  end)
   local after = st.state.session.path
-  eq(true, after ~= before and vim.fn.filereadable(after) == 1, 'a new session file')
+  eq(true, vim.fn.filereadable(after) == 1, 'a new session file')
   local forked = read_entries(after)
   eq('session', forked[1].type)
   eq(before, forked[1].parentSession)
   eq({ ids[1], ids[2] }, { forked[2].id, forked[3].id }, 'the path to the entry, copied')
   -- The fork keeps the label of the first entry, re-created after the path: the new leaf.
-  eq({ '● user: Hello [start]', '● assistant: Hi there', '● label: ' .. ids[1] .. ': start ← leaf' }, vim.list_slice(buffer_lines(), 3), 'fork tree')
+  eq({ '● user: Hello [start]', '● assistant: Hi there', '● label: ' .. ids[1] .. ': start ← leaf' }, tree_lines(), 'fork tree')
+  eq(1, #messages_matching('forked into'), 'a message says where')
 end)
 
-test('errors become messages, not tracebacks', function()
-  local ok, err = st.guard(st.open, root .. '/missing.jsonl')
-  eq(false, ok)
-  eq(-32015, err.code, 'FileNotFound')
+test('a tree of 2,000 entries is drawn from a worker thread, the cursor on the leaf', function()
+  local big = other:request_sync('session/create', { cwd = '/work/big' })
+  local entries = {}
+  for i = 1, 2000 do
+    entries[i] = i % 2 == 1 and user('question ' .. i) or assistant('answer ' .. i)
+  end
+  other:request_sync('session/append', { sessionId = big.sessionId, entries = entries })
+  local threaded = require('sessiontree.build').stats.threaded
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(big.path))
+  wait_for('the tree', function()
+    return st.state.tree.shown == big.path
+  end)
+  local lines = tree_lines()
+  eq(2000, #lines, 'lines')
+  eq({ '● user: question 1', '● assistant: answer 2' }, vim.list_slice(lines, 1, 2))
+  eq('● assistant: answer 2000 ← leaf', lines[2000])
+  eq(2002, vim.api.nvim_win_get_cursor(0)[1], 'the cursor on the leaf')
+  eq(threaded + 1, require('sessiontree.build').stats.threaded, 'trees made in the worker thread')
+  cursor_to('● user: question 1001')
+  press('<CR>')
+  wait_for('the leaf marker', has_line('● user: question 1001 ← leaf'))
+  eq('○ assistant: answer 1002', tree_lines()[1002])
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
+  wait_for('the first session again', function()
+    return st.state.tree.shown == created.path
+  end)
+end)
+
+test('errors become messages, not tracebacks; the open session stays', function()
+  messages = {}
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(root .. '/missing.jsonl'))
+  wait_for('the message', function()
+    return #messages_matching('no session file at') == 1
+  end)
+  eq(vim.log.levels.ERROR, messages[1].level)
+  wait_for('the tree of the open session', has_line('  ○ assistant: Hi there'))
+end)
+
+test('the daemon killed: a message says so, the next command starts it again', function()
+  wait_for('the first session', function()
+    return st.state.session.path == created.path
+  end)
+  local client = st.client()
+  local pid = client.pid
+  messages = {}
+  uv.kill(pid, 'sigkill')
+  wait_for('the message', function()
+    return #messages > 0
+  end)
+  eq(1, #messages, 'one message')
+  eq(vim.log.levels.ERROR, messages[1].level)
+  eq(true, messages[1].message:find('the daemon exited (killed by SIGKILL)', 1, true) ~= nil, messages[1].message)
+  eq(true, messages[1].message:find('starts again with the next command', 1, true) ~= nil, messages[1].message)
+  -- The next command: a new daemon, the session opened in it again.
+  vim.cmd('SessionTree')
+  wait_for('a new daemon', function()
+    return st.state.session.client == st.state.client and st.state.client.state == 'ready'
+  end)
+  wait_for('the tree', has_line('  ○ assistant: Hi there'))
+  eq(true, st.state.client.pid ~= pid, 'a new process')
+  cursor_to('○ assistant: Hi there')
+  press('<CR>')
+  wait_for('the leaf marker', has_line('  ● assistant: Hi there ← leaf'))
+  eq(ids[2], leaf_id(), 'the leaf moved, in the new daemon')
+  eq(1, #messages, 'no more messages: ' .. vim.inspect(messages))
+end)
+
+test('the daemon missing: a clear message', function()
+  eq(0, st.stop(), 'the daemon exits cleanly')
+  local config = vim.deepcopy(st.config)
+  st.setup({ cmd = { root .. '/no-such-sessiontree', 'serve' } })
+  messages = {}
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
+  eq(1, #messages, 'one message')
+  eq(vim.log.levels.ERROR, messages[1].level)
+  eq(
+    'sessiontree: cannot find the daemon `' .. root .. '/no-such-sessiontree` (the command `' .. root
+      .. '/no-such-sessiontree serve --sessions-dir ' .. root .. '/`). Install sessiontree, or set '
+      .. "$SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })",
+    messages[1].message
+  )
+  st.config = config
+end)
+
+test(':checkhealth sessiontree: the command, the daemon and protocol versions, the sessions root', function()
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
+  wait_for('the tree', function()
+    return st.state.tree.shown == created.path
+  end)
+  local init = st.state.client.initialize_result
+  vim.cmd('checkhealth sessiontree')
+  io.stdout:write('\n') -- after "Running healthchecks..."
+  local text = table.concat(buffer_lines(), '\n')
+  local function has(fragment)
+    eq(true, text:find(fragment, 1, true) ~= nil, 'checkhealth shows ' .. fragment .. ':\n' .. text)
+  end
+  has('Neovim ' .. rpc.nvim_version())
+  has('daemon command: `' .. table.concat(rpc.command(st.config.cmd), ' ') .. ' --sessions-dir ' .. root .. '/`')
+  has('daemon sessiontree ' .. init.serverInfo.version .. ' (pid ' .. st.state.client.pid .. ', running)')
+  has('protocol version 1.0, session file format 3')
+  has('sessions root: ' .. root .. ' (as the daemon reports it)')
+  has('open session: ' .. created.path)
+  eq(nil, text:find('ERROR', 1, true), 'no errors:\n' .. text)
+  vim.cmd('bwipeout')
 end)
 
 local codes = { st.stop(), other:stop() }
