@@ -196,7 +196,7 @@ def decode_skeleton(line: bytes | memoryview, offset: int, seq: int) -> Node:
     """Decode one entry line into a Node, raising SkeletonError if it is not an entry."""
     try:
         skel = _skeleton_decoder.decode(line)
-    except msgspec.MsgspecError:  # unexpected field types, or invalid UTF-8 in a decoded field
+    except (msgspec.MsgspecError, RecursionError):  # odd field types, broken UTF-8, deep nesting (Node reads it)
         return _decode_skeleton_slowly(line, offset, seq)
     role = None
     setting: Any = None

@@ -98,6 +98,13 @@ class SummaryFailed(SessionTreeError):
     name = "SummaryFailed"
 
 
+class FileReplaced(SessionTreeError):
+    """Another program replaced, truncated or rewrote the open session's file: open it again."""
+
+    code = -32022
+    name = "FileReplaced"
+
+
 ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -112,4 +119,5 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     NothingToCompact,
     SummarizerUnavailable,
     SummaryFailed,
+    FileReplaced,
 )

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -218,6 +218,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+MAX_DEPTH: Final = 1024  # orjson's limit; deeper JSON is refused as malformed
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse a line of a file; invalid UTF-8 becomes U+FFFD, as Node's `readFileSync(path, "utf8")` makes it."""
     try:
@@ -242,6 +245,8 @@ def _loads_slowly(text: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:
         raise orjson.JSONDecodeError(str(exc), text, 0) from None
+    except RecursionError:  # orjson's own limit is 1,024 levels: hold the slow path to about the same
+        raise orjson.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", text, 0) from None
 
 
 JSONDecodeError = orjson.JSONDecodeError

@@ -7,6 +7,8 @@ message's content is ever decoded.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +18,13 @@ import msgspec
 
 from . import jsonfmt
 from .entries import iso_to_ms, js_trim
+from .errors import FileNotFound, NotASessionFile, PathOutsideRoot, StorageError
 from .protocol import SessionSummary
-from .store import FileStorage
+from .store import FileStorage, confined
 from .store.lines import BOM, LineReader
 
 _LIST_CHUNK = 1024 * 1024
+_EXHAUSTED = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS)
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -86,7 +90,7 @@ class _Summary:
     def add(self, line: bytes) -> None:
         try:
             entry = _decode_line(line)
-        except msgspec.MsgspecError:  # odd field types, lone surrogates, broken UTF-8, not JSON
+        except (msgspec.MsgspecError, RecursionError):  # odd field types, broken UTF-8, not JSON, deep nesting
             entry = _generic(line)
         if entry is None:
             return
@@ -135,12 +139,16 @@ class _Summary:
         )
 
 
-def summarize(path: Path) -> SessionSummary | None:
-    """The summary of one session file, or None when it is not a session file."""
+def summarize(root: Path, path: Path) -> SessionSummary | None:
+    """The summary of one session file, or None when it is not one the daemon would open."""
     try:
-        storage = FileStorage(path, writable=False)
-    except OSError:
+        fd = confined.open_file(root, path, os.O_RDONLY)
+    except (PathOutsideRoot, NotASessionFile, FileNotFound):  # a link, a FIFO, gone: not served
         return None
+    except OSError as exc:
+        _raise_if_exhausted(path, exc)
+        return None
+    storage = FileStorage(path, writable=False, fd=fd)
     try:
         reader = LineReader(storage, 0, storage.size(), chunk=_LIST_CHUNK)
         summary: _Summary | None = None
@@ -153,11 +161,18 @@ def summarize(path: Path) -> SessionSummary | None:
                 summary.add(line)
         if summary is None:
             return None
-        return summary.result(path, path.stat().st_mtime * 1000)
-    except OSError:
+        return summary.result(path, storage.stat().st_mtime * 1000)
+    except OSError as exc:
+        _raise_if_exhausted(path, exc)
         return None
     finally:
         storage.close()
+
+
+def _raise_if_exhausted(path: Path, exc: OSError) -> None:
+    """Out of descriptors or memory is the daemon's trouble, not the file's: an error, not a gap."""
+    if exc.errno in _EXHAUSTED:
+        raise StorageError(f"could not read {path}: {exc.strerror or exc}", path=str(path)) from None
 
 
 def _header(line: bytes) -> _Summary | None:
@@ -170,21 +185,50 @@ def _header(line: bytes) -> _Summary | None:
     return None
 
 
-def session_files(directories: Iterable[Path]) -> list[Path]:
+def subdirectories(directory: Path) -> list[str]:
+    """The names of the real directories in `directory`: symlinked ones are not followed."""
+    return sorted(entry.name for entry in _scan(directory) if entry.is_dir(follow_symlinks=False))
+
+
+def session_files(root: Path, directories: Iterable[Path]) -> list[Path]:
+    """The `.jsonl` regular files in `directories` (below `root`, reached without following links)."""
     files: list[Path] = []
     for directory in directories:
         try:
-            files.extend(sorted(p for p in directory.iterdir() if p.suffix == ".jsonl" and p.is_file()))
-        except OSError:
+            with confined.directory(root, directory) as folder:
+                names = sorted(e.name for e in _scan(folder.fd) if e.name.endswith(".jsonl") and _is_file(e))
+        except (PathOutsideRoot, FileNotFound):
             continue
+        except OSError as exc:
+            _raise_if_exhausted(directory, exc)
+            continue
+        files.extend(directory / name for name in names)
     return files
 
 
-def list_sessions(files: list[Path], progress: Callable[[int, int], None] | None = None) -> list[SessionSummary]:
+def _scan(directory: Path | int) -> list[os.DirEntry[Any]]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError as exc:
+        _raise_if_exhausted(Path(str(directory)), exc)
+        return []
+
+
+def _is_file(entry: os.DirEntry[Any]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def list_sessions(
+    root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None
+) -> list[SessionSummary]:
     """Summaries of the session files among `files`, newest activity first."""
     summaries = []
     for done, path in enumerate(files, start=1):
-        summary = summarize(path)
+        summary = summarize(root, path)
         if summary is not None:
             summaries.append(summary)
         if progress is not None:

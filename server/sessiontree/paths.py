@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 import time
 import uuid
 from pathlib import Path
 
-from .errors import FileNotFound, InvalidParams, PathOutsideRoot
+from .errors import FileNotFound, InvalidParams, NotASessionFile, PathOutsideRoot
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # never in a name pi makes; a newline in a path is an attack or an accident
@@ -53,11 +54,13 @@ def _refuse_control_characters(text: str, field: str) -> None:
             raise InvalidParams(f"{field} contains a lone surrogate", field=field) from None
 
 
-def _is_file(path: Path) -> bool:
+def _require_file(path: Path, asked: str) -> None:
     try:
-        return path.is_file()
-    except OSError:  # a name too long, a loop of symlinks: no file there either way
-        return False
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, a name too long, a loop of symlinks: no file there either way
+        raise FileNotFound(f"no session file at {asked}", path=asked) from None
+    if not stat.S_ISREG(mode):  # a FIFO would block the daemon, a device is no session
+        raise NotASessionFile(f"{asked} is not a regular file", path=asked)
 
 
 class SessionsRoot:
@@ -77,8 +80,8 @@ class SessionsRoot:
             raise PathOutsideRoot(
                 f"{path} is outside the sessions directory {self.path}", path=path, root=str(self.path)
             )
-        if must_exist and not _is_file(real):
-            raise FileNotFound(f"no session file at {path}", path=path)
+        if must_exist:
+            _require_file(real, path)
         return real
 
     def directory_for(self, cwd: str) -> Path:

@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 import os
+import signal
 import sys
 import time
 import traceback
@@ -71,6 +72,8 @@ PYGLS_NOTIFICATIONS: Final = frozenset({types.SET_TRACE, types.WINDOW_WORK_DONE_
 NO_OP_NOTIFICATIONS: Final = frozenset({types.INITIALIZED, CANCEL_REQUEST})
 PARENT_POLL_SECONDS: Final = 2.0
 WATCH_SECONDS: Final = 0.2  # how often subscribed session files are checked for other writers
+TERMINATED: Final = 128 + signal.SIGTERM  # the exit code a shell reports for a process SIGTERM ended
+POLL_BYTES: Final = 4 * 1024 * 1024  # taken in per session and check: the rest on the next one
 DID_CHANGE: Final = "session/didChange"
 LOG_TRACE: Final = "$/logTrace"
 
@@ -353,8 +356,11 @@ class SessionTreeProtocol(LanguageServerProtocol):
         """Check subscribed session files for other writers, so a tree view stays live unasked."""
 
         def tick() -> None:
-            if self.service is not None and not self._shutdown:
-                self.service.poll()
+            # A client that stops reading gets nothing unasked: what others append stays in the
+            # file (read from the cursor later), not in our output queue.
+            paused = self.channel is not None and self.channel.output_paused
+            if self.service is not None and not self._shutdown and not paused:
+                self.service.poll(POLL_BYTES)
             self._file_watch = loop.call_later(WATCH_SECONDS, tick)
 
         loop = asyncio.get_running_loop()
@@ -380,7 +386,11 @@ class SessionTreeProtocol(LanguageServerProtocol):
         recorder = Recorder(self.settings.record) if self.settings.record is not None else None
         self.channel = StdioChannel(self, self.settings.max_message_bytes, recorder)
         await self.channel.open(read_fd, write_fd)
+        # SIGTERM stops like a lost client: after the request being handled (a fork finishes and
+        # leaves no temporary file), sessions closed and their indexes saved.
+        loop.add_signal_handler(signal.SIGTERM, self.stop, TERMINATED)
         code = await self.exit_code
+        loop.remove_signal_handler(signal.SIGTERM)
         for watch in (self._parent_watch, self._file_watch):
             if watch is not None:
                 watch.cancel()

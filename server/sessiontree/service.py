@@ -20,13 +20,14 @@ import attrs
 from . import jsonfmt, protocol, summaries
 from .entries import Node, js_trim, now_iso, validate_entry
 from .errors import (
+    FileReplaced,
     InvalidParams,
     SessionExists,
     SessionNotFound,
     SessionTreeError,
     StorageError,
 )
-from .listing import list_sessions, session_files
+from .listing import list_sessions, session_files, subdirectories
 from .paths import SessionsRoot, check_session_id, file_name, new_session_id
 from .protocol import UNSET, AppendedEntry, AppendResult, Warning
 from .store import (
@@ -37,8 +38,8 @@ from .store import (
     file_version,
     migrate_file,
 )
+from .store import confined
 from .store.sidecar import sidecar_path
-from .store.storage import fsync_directory
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.fork import branched_plan, whole_plan
 from .tree.preview import preview_of_line
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 ChangeListener = Callable[[protocol.DidChangeParams], None]
+_OPEN_TRIES = 3  # a file replaced while being opened (a migration) is opened again, so often
 
 
 @attrs.define
@@ -75,10 +77,10 @@ class OpenSession:
     def id(self) -> str:
         return self.session.header["id"]
 
-    def sync(self) -> None:
-        """Take in what other processes appended, and tell the listener."""
+    def sync(self, limit: int | None = None) -> None:
+        """Take in what other processes appended (at most about `limit` bytes), and tell the listener."""
         leaf = self.session.index.leaf_id
-        self.took_in(self.session.refresh(), leaf)
+        self.took_in(self.session.refresh(limit), leaf)
 
     def took_in(self, nodes: list[Node], leaf_before: str | None) -> None:
         """Other writers' entries arrived: cached projections may no longer hold."""
@@ -135,21 +137,22 @@ class SessionService:
         if params.parent_session is not None:
             header["parentSession"] = params.parent_session
         directory = self.root.directory_for(params.cwd)
-        path = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header) + b"\n"])
-        opened = self._register(path, [])
-        return protocol.CreateResult(opened.id, str(path), opened.session.header)
+        storage = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header) + b"\n"])
+        opened = self._add(OpenSession(Session.load(storage), storage.path, self.listener))
+        return protocol.CreateResult(opened.id, str(storage.path), opened.session.header)
 
     def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
         path = self.root.resolve(params.path)
         opened = self._by_path.get(path)
         warnings: list[Warning] = []
+        if opened is not None:
+            try:
+                opened.sync()
+            except FileReplaced:  # opening again is how a client recovers: the stale view goes
+                self._forget(opened)
+                opened = None
         if opened is None:
-            version = file_version(path)
-            if version is not None and version < protocol.FORMAT_VERSION:
-                warnings.append(migrate_file(path, version, sync=self.config.durability == "fsync"))
             opened = self._register(path, warnings)
-        else:
-            opened.sync()
         session = opened.session
         return protocol.OpenResult(
             session_id=opened.id,
@@ -163,10 +166,37 @@ class SessionService:
 
     def _register(self, path: Path, warnings: list[Warning]) -> OpenSession:
         try:
-            session = Session.load(FileStorage(path, self.config.durability), self._sidecar_of(path))
+            session = self._load(path, warnings)
         except OSError as exc:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
         return self._add(OpenSession(session, path, self.listener))
+
+    def _load(self, path: Path, warnings: list[Warning]) -> Session:
+        """Open, migrate if needed, and scan; a file replaced meanwhile (migrated by us or by another
+        daemon while we waited for its lock) is opened again."""
+        for _ in range(_OPEN_TRIES):
+            fd = confined.open_file(self.root.path, path, os.O_RDWR | os.O_APPEND)
+            storage = FileStorage(path, self.config.durability, fd=fd)
+            try:
+                session = self._load_locked(storage, path, warnings)
+            except BaseException:
+                storage.close()
+                raise
+            if session is not None:
+                return session
+            storage.close()
+        raise FileReplaced("the file kept being replaced while it was opened; try again", path=str(path))
+
+    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[Warning]) -> Session | None:
+        with storage.lock():
+            if storage.replaced():
+                return None
+            version = file_version(storage)
+            if version is not None and version < protocol.FORMAT_VERSION:
+                sync = self.config.durability == "fsync"
+                warnings.append(migrate_file(self.root.path, path, storage, version, sync=sync))
+                return None
+            return Session.load(storage, self._sidecar_of(path))
 
     def _add(self, opened: OpenSession) -> OpenSession:
         if opened.id in self._sessions:
@@ -184,7 +214,9 @@ class SessionService:
         return opened
 
     def close(self, params: protocol.SessionParams) -> None:
-        opened = self._get(params.session_id)
+        self._forget(self._get(params.session_id))
+
+    def _forget(self, opened: OpenSession) -> None:
         del self._sessions[opened.id]
         del self._by_path[opened.path]
         self._close(opened)
@@ -231,22 +263,20 @@ class SessionService:
     def unsubscribe(self, params: protocol.SessionParams) -> None:
         self._get(params.session_id).subscribed = False
 
-    def poll(self) -> None:
-        """Take in other writers' entries for every subscribed session (the listener hears of them)."""
+    def poll(self, limit: int | None = None) -> None:
+        """Take in other writers' entries for every subscribed session (the listener hears of them),
+        at most about `limit` bytes of each: what the listener is told at once stays bounded."""
         for opened in list(self._sessions.values()):
             if opened.subscribed:
                 with contextlib.suppress(SessionTreeError):  # a rewritten file is reported on the next request
-                    opened.sync()
+                    opened.sync(limit)
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
         if params.cwd is not None:
             directories = [self.root.directory_for(params.cwd)]
         else:
-            try:
-                directories = sorted(p for p in self.root.path.iterdir() if p.is_dir())
-            except OSError:
-                directories = []
-        return protocol.ListResult(list_sessions(session_files(directories), progress))
+            directories = [self.root.path / name for name in subdirectories(self.root.path)]
+        return protocol.ListResult(list_sessions(self.root.path, session_files(self.root.path, directories), progress))
 
     # ------------------------------------------------------------------ writing
 
@@ -333,31 +363,36 @@ class SessionService:
         header.update(cwd=cwd, parentSession=str(opened.path))
         header_line = jsonfmt.dumps(header)
         chunks = itertools.chain([header_line + b"\n"], plan.chunks(session))  # read as written: the path is not held whole
-        written = self._write_new_file(directory, file_name(timestamp, session_id), chunks)
-        forked_session = Session.adopt(FileStorage(written, self.config.durability), header_line, plan, session)
-        forked = self._add(OpenSession(forked_session, written, self.listener))
-        return protocol.ForkResult(forked.id, str(written))
+        storage = self._write_new_file(directory, file_name(timestamp, session_id), chunks)
+        forked_session = Session.adopt(storage, header_line, plan, session)
+        forked = self._add(OpenSession(forked_session, storage.path, self.listener))
+        return protocol.ForkResult(forked.id, str(storage.path))
 
-    def _write_new_file(self, directory: Path, name: str, chunks: Iterable[bytes]) -> Path:
-        """Write a whole new session file (chunks of whole lines) under a temporary name, then
-        rename it into place."""
+    def _write_new_file(self, directory: Path, name: str, chunks: Iterable[bytes]) -> FileStorage:
+        """Write a whole new session file (chunks of whole lines) under a temporary name, then give
+        it its name (never over an existing file). Whatever stops it, the temporary name goes."""
         path = directory / name
-        temporary = directory / f".{name}.partial"
+        sync = self.config.durability == "fsync"
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "xb", buffering=0) as out:
-                for chunk in chunks:
-                    out.write(chunk)
-                if self.config.durability == "fsync":
-                    os.fsync(out.fileno())
-            os.rename(temporary, path)
-            if self.config.durability == "fsync":
-                fsync_directory(directory)
+            with confined.directory(self.root.path, directory, create=True) as folder:
+                temporary, fd = folder.create_unique(f".{name}.partial", os.O_RDWR | os.O_APPEND)
+                try:
+                    with open(fd, "ab", closefd=False) as out:
+                        out.writelines(chunks)
+                    if sync:
+                        os.fsync(fd)
+                    folder.link(temporary, name)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                finally:
+                    with contextlib.suppress(OSError):
+                        folder.unlink(temporary)
+                if sync:
+                    folder.sync()
         except OSError as exc:
-            with contextlib.suppress(OSError):  # the directory itself may be what failed
-                temporary.unlink(missing_ok=True)
             raise StorageError(f"could not write {path}: {exc.strerror or exc}", path=str(path)) from None
-        return path
+        return FileStorage(path, self.config.durability, fd=fd)
 
     # ------------------------------------------------------------------ reading
 

@@ -218,6 +218,15 @@ async def _storage_error(client: LanguageClient, root: Path) -> JsonRpcException
     return await failure(client, "session/create", {"cwd": "/blocked"})
 
 
+async def _file_replaced(client: LanguageClient, root: Path) -> JsonRpcException:
+    created = await call(client, "session/create", {"cwd": CWD})
+    path = Path(created["path"])
+    copy = path.with_name("copy.tmp")
+    copy.write_bytes(path.read_bytes())
+    copy.replace(path)
+    return await failure(client, "session/info", {"sessionId": created["sessionId"]})
+
+
 async def _compacted(client: LanguageClient) -> tuple[str, str, list[str]]:
     """A session of two turns compacted at its end; returns its id, the compaction's id and the turn ids."""
     session_id, ids = await new_session(client, user("a " * 50), assistant("b " * 50), user("c " * 50), assistant("d " * 50))
@@ -269,6 +278,7 @@ ERROR_CASES = {
     "NothingToCompact": _nothing_to_compact,
     "SummarizerUnavailable": _summarizer_unavailable,
     "SummaryFailed": _summary_failed,
+    "FileReplaced": _file_replaced,
 }
 
 

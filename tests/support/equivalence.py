@@ -15,7 +15,8 @@ def assert_indexed_alike(mine: Session, scan: Session) -> None:
     assert list(a.nodes) == list(b.nodes)
     assert a.by_id == b.by_id
     assert (a.labels, a.name, a.leaf_id, a.cursor, a.anchors_hold) == (b.labels, b.name, b.leaf_id, b.cursor, b.anchors_hold)
-    assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS]
+    # An unfinished last line lies past what a sidecar covers: every open reports it afresh.
+    assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS | {"torn-tail"}]
     assert (mine.end, mine._line_no) == (scan.end, scan._line_no)
     ids = list(b.by_id)
     for entry_id in [None, *ids[:: max(1, len(ids) // 40)], *ids[-3:]]:

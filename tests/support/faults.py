@@ -20,14 +20,11 @@ class CrashingStorage(MemoryStorage):
         self.durability = durability
         self.synced = len(data)
 
-    def append(self, data: bytes, size: int | None = None) -> None:
-        super().append(data)
+    def append(self, data: bytes) -> int:
+        start = super().append(data)
         if self.durability == "fsync":
             self.synced = len(self.data)
-
-    def truncate(self, size: int) -> None:
-        super().truncate(size)
-        self.synced = min(self.synced, size)
+        return start
 
     def sync(self) -> None:
         self.synced = len(self.data)
@@ -51,8 +48,8 @@ class FailingStorage(MemoryStorage):
         self.failure_rate = failure_rate
         self.failures = 0
 
-    def append(self, data: bytes, size: int | None = None) -> None:
+    def append(self, data: bytes) -> int:
         if self.rng.random() < self.failure_rate:
             self.failures += 1
             raise OSError(self.rng.choice([errno.ENOSPC, errno.EIO, errno.EDQUOT]), "injected failure")
-        super().append(data)
+        return super().append(data)

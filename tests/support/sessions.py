@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sessiontree.store import Storage
+from sessiontree.store import MemoryStorage, Storage
 
 PI_QUIRK_CASES = Path(__file__).resolve().parents[1] / "fixtures" / "pi-quirks"
 HEADER: dict[str, Any] = {
@@ -55,3 +56,19 @@ StorageFactory = Callable[[bytes], Storage]
 
 def contents(storage: Storage) -> bytes:
     return storage.read(0, storage.size())
+
+
+def other_writer_appends(storage: Storage, data: bytes) -> None:
+    """Bytes another process appends without a lock, as pi does."""
+    if isinstance(storage, MemoryStorage):
+        storage.data += data
+    else:
+        with open(storage.name, "ab") as out:
+            out.write(data)
+
+
+def other_writer_truncates(storage: Storage, size: int) -> None:
+    if isinstance(storage, MemoryStorage):
+        del storage.data[size:]
+    else:
+        os.truncate(storage.name, size)

@@ -317,7 +317,8 @@ def errors(d: Driver, root: Path) -> None:
     d.error("session/open", {"path": "notes.jsonl"}, -32014)
     d.error("session/open", {"path": "--work-demo--/missing.jsonl"}, -32015)
     d.error("session/create", {"cwd": CWD, "id": "errors-demo"}, -32016)
-    d.error("session/create", {"cwd": "/work/dangling"}, -32017)  # its directory is a dangling symlink
+    d.error("session/create", {"cwd": "/work/dangling"}, -32013)  # its directory is a symlink: never followed
+    d.error("session/create", {"cwd": "/work/blocked"}, -32017)  # a file stands where its directory goes
     assert d.stop() == 0
 
 
@@ -354,7 +355,11 @@ class Symlink:
 
 # Files on disk before a story starts, relative to the sessions root; stored as `<story>.seed/`.
 SEEDS: dict[str, dict[str, str | Symlink]] = {
-    "errors": {"notes.jsonl": '{"hello":"world"}\n', "--work-dangling--": Symlink("nowhere")},
+    "errors": {
+        "notes.jsonl": '{"hello":"world"}\n',
+        "--work-dangling--": Symlink("nowhere"),
+        "--work-blocked--": "a file where a directory should be\n",
+    },
     "open-warnings": {"--work-demo--/damaged.jsonl": _DAMAGED},
 }
 

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+from sessiontree.protocol import Warning
 from sessiontree.store import FileStorage, Session, file_version, migrate_file
 from support.sessions import PI_QUIRK_CASES
 
@@ -16,11 +17,29 @@ def _copy(case: str, tmp_path: Path) -> Path:
     return target
 
 
+def _version(path: Path) -> int | None:
+    storage = FileStorage(path, writable=False)
+    try:
+        return file_version(storage)
+    finally:
+        storage.close()
+
+
+def _migrate(path: Path, version: int) -> Warning:
+    """As the daemon does it: under the file's lock, the sessions root being the file's directory."""
+    storage = FileStorage(path)
+    try:
+        with storage.lock():
+            return migrate_file(path.parent, path, storage, version)
+    finally:
+        storage.close()
+
+
 def test_v1_gets_ids_a_chain_and_first_kept_entry_id_in_pi_key_order(tmp_path: Path) -> None:
     path = _copy("17-v1.jsonl", tmp_path)
     original = path.read_bytes()
-    assert file_version(path) == 1
-    warning = migrate_file(path, 1)
+    assert _version(path) == 1
+    warning = _migrate(path, 1)
     assert warning.kind == "migrated"
     assert (tmp_path / "17-v1.jsonl.v1.bak").read_bytes() == original
     lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]
@@ -33,14 +52,14 @@ def test_v1_gets_ids_a_chain_and_first_kept_entry_id_in_pi_key_order(tmp_path: P
     assert "firstKeptEntryIndex" not in compaction
     q2 = next(e for e in entries if e.get("message", {}).get("content", [{}])[0].get("text") == "v1 q2")
     assert compaction["firstKeptEntryId"] == q2["id"]
-    assert file_version(path) == 3
+    assert _version(path) == 3
 
 
 def test_v1_migration_keeps_malformed_lines(tmp_path: Path) -> None:
     path = _copy("18-v1-malformed.jsonl", tmp_path)
     broken = [raw for raw in path.read_bytes().splitlines() if not raw.startswith(b"{") or not raw.endswith(b"}")]
     assert broken
-    migrate_file(path, 1)
+    _migrate(path, 1)
     assert all(raw in path.read_bytes().splitlines() for raw in broken)
     session = Session.load(FileStorage(path))
     assert [w.kind for w in session.warnings] == ["malformed"]
@@ -49,7 +68,7 @@ def test_v1_migration_keeps_malformed_lines(tmp_path: Path) -> None:
 def test_v2_changes_only_the_version_and_hook_message_roles(tmp_path: Path) -> None:
     path = _copy("19-v2-hookMessage.jsonl", tmp_path)
     before = path.read_bytes().splitlines()
-    migrate_file(path, 2)
+    _migrate(path, 2)
     after = path.read_bytes().splitlines()
     changed = [(old, new) for old, new in zip(before, after) if old != new]
     assert len(before) == len(after)
@@ -61,7 +80,33 @@ def test_v2_changes_only_the_version_and_hook_message_roles(tmp_path: Path) -> N
 def test_a_second_migration_never_overwrites_an_earlier_backup(tmp_path: Path) -> None:
     path = _copy("19-v2-hookMessage.jsonl", tmp_path)
     (tmp_path / "19-v2-hookMessage.jsonl.v2.bak").write_bytes(b"older backup")
-    migrate_file(path, 2)
+    _migrate(path, 2)
     assert (tmp_path / "19-v2-hookMessage.jsonl.v2.bak").read_bytes() == b"older backup"
     assert (tmp_path / "19-v2-hookMessage.jsonl.v2.bak.1").exists()
     assert not list(tmp_path.glob(".*migrating"))
+
+
+def test_a_symlink_planted_at_the_temporary_name_is_never_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    path = _copy("19-v2-hookMessage.jsonl", root)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not yours")
+    (root / f".{path.name}.migrating").symlink_to(outside)
+    _migrate(path, 2)
+    assert outside.read_bytes() == b"not yours"
+    assert not path.is_symlink() and _version(path) == 3
+    assert (root / f".{path.name}.migrating").is_symlink()  # left as it was found
+    assert not list(root.glob(".*.migrating.*"))
+
+
+def test_a_symlink_planted_at_the_backup_name_is_never_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    path = _copy("19-v2-hookMessage.jsonl", root)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not yours")
+    (root / f"{path.name}.v2.bak").symlink_to(outside)
+    _migrate(path, 2)
+    assert outside.read_bytes() == b"not yours"
+    assert (root / f"{path.name}.v2.bak.1").read_bytes() == (PI_QUIRK_CASES / path.name).read_bytes()

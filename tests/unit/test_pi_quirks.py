@@ -80,11 +80,7 @@ def test_case(case: str, service: SessionService, tmp_path: Path) -> None:
     assert [n.id for n in result.nodes] == tree
     assert [w.kind for w in opened.warnings] == open_warnings
     assert sorted(w.kind for w in context.warnings + result.warnings) == read_warnings
-    if case == "04-truncated-last":
-        assert before.startswith(path.read_bytes()) and not path.read_bytes() == before
-        assert (path.parent / f"{path.name}.torn-{len(path.read_bytes())}").read_bytes() == before[len(path.read_bytes()) :]
-    else:
-        assert path.read_bytes() == before
+    assert path.read_bytes() == before  # an unfinished last line too: its writer may still be writing
 
 
 @pytest.mark.parametrize("case", REFUSED)
@@ -120,6 +116,6 @@ def test_torn_then_append_keeps_both_appends(service: SessionService, tmp_path: 
         service.append(p.AppendParams(sid, entry={"type": "message", "message": message}))
     service.close(p.SessionParams(sid))
     reopened = service.open(p.OpenParams(str(path)))
-    assert reopened.warnings == []
+    assert [w.kind for w in reopened.warnings] == ["malformed"]  # the torn line, kept and ended
     texts = [m["content"][0]["text"] for m in service.context(p.ContextParams(reopened.session_id)).messages]
     assert texts == ["first question", "first answer", "second question", "first append", "second append"]

@@ -6,9 +6,19 @@ import json
 
 import pytest
 
-from sessiontree.errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
+from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
 from sessiontree.store import MemoryStorage, Session
-from support.sessions import HEADER, StorageFactory, assistant, contents, line, session_bytes, user
+from support.sessions import (
+    HEADER,
+    StorageFactory,
+    assistant,
+    contents,
+    line,
+    other_writer_appends,
+    other_writer_truncates,
+    session_bytes,
+    user,
+)
 
 VALID = session_bytes(user("e0000001", None, "q1"), assistant("e0000002", "e0000001", "a1"))
 
@@ -36,27 +46,69 @@ def test_a_file_without_a_header_is_refused_and_left_untouched(make_storage: Sto
     assert contents(storage) == data
 
 
-def test_a_torn_last_line_is_quarantined_and_cut_off(make_storage: StorageFactory) -> None:
+def test_an_unfinished_last_line_is_reported_and_left_in_place(make_storage: StorageFactory) -> None:
     torn = line(user("e0000003", "e0000002", "q2"))[:40]
     storage = make_storage(VALID + torn)
     session = Session.load(storage)
-    assert contents(storage) == VALID
+    assert contents(storage) == VALID + torn  # its writer may still be writing it: never cut
     assert [w.kind for w in session.warnings] == ["torn-tail"]
     assert session.warnings[0].line == 4
-    if isinstance(storage, MemoryStorage):
-        assert storage.quarantined == {len(VALID): torn}
-    else:
-        assert (storage.path.parent / f"{storage.path.name}.torn-{len(VALID)}").read_bytes() == torn
+    assert session.index.leaf_id == "e0000002"
+
+
+def test_an_unfinished_line_that_its_writer_completes_is_taken_in(make_storage: StorageFactory) -> None:
+    whole = line(user("e0000003", "e0000002", "q2"))
+    storage = make_storage(VALID + whole[:40])
+    session = Session.load(storage)
+    assert session.refresh() == []  # still unfinished: not read as an entry, not cut
+    other_writer_appends(storage, whole[40:])
+    assert [node.id for node in session.refresh()] == ["e0000003"]
+    assert session.index.leaf_id == "e0000003"
+    assert contents(storage) == VALID + whole
 
 
 def test_the_append_after_a_torn_line_starts_on_a_fresh_line(make_storage: StorageFactory) -> None:
-    storage = make_storage(VALID + b'{"type":"message","id":"e00')
+    torn = b'{"type":"message","id":"e00'
+    storage = make_storage(VALID + torn)
     session = Session.load(storage)
     session.append([{"type": "message", "message": {"role": "user", "content": "again"}}])
+    assert contents(storage).startswith(VALID + torn + b"\n")  # kept, ended by a line end
     reopened = Session.load(make_storage(contents(storage)))
-    assert reopened.warnings == []
+    assert [(w.kind, w.line) for w in reopened.warnings] == [("malformed", 4)]
     assert [n.id for n in reopened.index.nodes][:2] == ["e0000001", "e0000002"]
     assert len(reopened.index) == 3
+
+
+def test_lines_another_writer_appends_between_our_read_and_write_keep_their_place() -> None:
+    """pi's line lands after our refresh and before our write: both are read where they are."""
+    storage = MemoryStorage(VALID)
+    session = Session.load(storage)
+    theirs = line(user("e0000009", "e0000002", "from pi"))
+    storage.before_append = lambda s: (s.data.extend(theirs), setattr(s, "before_append", None))
+    written, others = session.append([{"type": "message", "message": {"role": "user", "content": "ours"}}])
+    assert [node.id for node in others] == ["e0000009"]
+    assert session.index.leaf_id == written[0].node.id and written[0].node.parent_id == "e0000002"
+    assert session.entry(session.index.get("e0000009")) == user("e0000009", "e0000002", "from pi")
+    assert session.entry(written[0].node)["message"]["content"] == "ours"
+    assert session.refresh() == []  # our own line is not taken for a foreign one
+    reopened = Session.load(MemoryStorage(bytes(storage.data)))
+    assert reopened.warnings == []
+    assert [n.id for n in reopened.index.nodes] == [n.id for n in session.index.nodes]
+
+
+def test_an_append_glued_onto_a_line_another_writer_left_unfinished_is_written_again() -> None:
+    storage = MemoryStorage(VALID)
+    session = Session.load(storage)
+    torn = line(user("e0000009", "e0000002", "from pi"))[:30]
+    storage.before_append = lambda s: (s.data.extend(torn), setattr(s, "before_append", None))
+    entries = [{"type": "custom", "customType": "one"}, {"type": "custom", "customType": "two"}]
+    written, _ = session.append(entries)
+    assert [w.kind for w in session.warnings] == ["torn-line-fenced"]
+    assert [session.entry(a.node)["customType"] for a in written] == ["one", "two"]
+    reopened = Session.load(MemoryStorage(bytes(storage.data)))
+    assert reopened.index.leaf_id == written[-1].node.id
+    assert reopened.index.get(written[0].node.id) is not None
+    assert reopened.entry(reopened.index.get(written[-1].node.id))["parentId"] == written[0].node.id
 
 
 def test_a_complete_last_line_without_line_end_is_kept_and_fenced(make_storage: StorageFactory) -> None:
@@ -185,13 +237,26 @@ def test_a_partial_line_from_another_writer_is_fenced_not_lost(make_storage: Sto
 def test_a_file_rewritten_under_us_is_an_error_not_a_misread(make_storage: StorageFactory) -> None:
     storage = make_storage(VALID)
     session = Session.load(storage)
-    storage.truncate(10)
-    with pytest.raises(StorageError):
+    other_writer_truncates(storage, 10)
+    with pytest.raises(FileReplaced):
         session.refresh()
 
 
+def test_an_entry_rewritten_in_place_is_an_error_not_invalid_json_on_the_wire(make_storage: StorageFactory) -> None:
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    node = session.index.get("e0000001")
+    other_writer_truncates(storage, node.offset)
+    other_writer_appends(storage, b"x" * node.length + VALID[node.offset + node.length :])
+    assert session.refresh() == []  # same length, still ends a line where we left: unnoticed so far
+    with pytest.raises(FileReplaced):
+        session.raw_entry(node)
+    with pytest.raises(FileReplaced):
+        session.entry(node)
+
+
 class _FullDisk(MemoryStorage):
-    def append(self, data: bytes, size: int | None = None) -> None:
+    def append(self, data: bytes) -> int:
         raise OSError(28, "No space left on device")
 
 

@@ -441,4 +441,5 @@ export const ErrorCodes = {
   NothingToCompact: -32019,
   SummarizerUnavailable: -32020,
   SummaryFailed: -32021,
+  FileReplaced: -32022,
 } as const;

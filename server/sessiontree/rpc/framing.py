@@ -10,7 +10,8 @@ bad frame never wedges the stream:
 - a length off by a few bytes either way: the real message is recovered (the bytes up to the next
   header, or the body minus the swallowed start of the next header) and rejected with its id;
 - a length with no more bytes coming: after the stream goes quiet, `flush()` tries the partial body;
-- a length above the limit: the body is read and discarded, and the frame rejected at once.
+- a length above the limit: the body is read and discarded, and the frame rejected at once;
+- a length above 1 GiB: no such body is coming, so it is not waited for: skip to the next header.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 
 MAX_HEADER_BYTES: Final = 8192
+CREDIBLE_LENGTH: Final = 2**30  # a longer body is taken for a lie: dropping it would swallow the stream
 _HEADER_END: Final = re.compile(rb"\r?\n\r?\n")
 _LENGTH_HEADER: Final = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_NAME: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -148,6 +150,9 @@ class FrameDecoder:
             return True
         del self._buf[: end.end()]
         length = int(raw)
+        if length > CREDIBLE_LENGTH:  # no body is coming: do not wait for it, find the next header
+            self._start_resync(f"Content-Length {length} is not credible")
+            return True
         if length > self._max:
             self._discard = length
             events.append(

@@ -48,6 +48,7 @@ class StdioChannel:
         self._write_fd: int | None = None  # used instead of a transport for a regular file
         self._write_closed: asyncio.Future[None] | None = None
         self._file_task: asyncio.Task[None] | None = None
+        self.output_paused = False  # the client is not reading: send nothing it did not ask for
 
     async def open(self, read_fd: int, write_fd: int) -> None:
         loop = asyncio.get_running_loop()
@@ -147,10 +148,12 @@ class StdioChannel:
     # ----------------------------------------------------------------- flow control and close
 
     def pause_reading(self) -> None:
+        self.output_paused = True
         if self._reader is not None and not self._reader.is_closing():
             self._reader.pause_reading()
 
     def resume_reading(self) -> None:
+        self.output_paused = False
         if self._reader is not None and not self._reader.is_closing():
             self._reader.resume_reading()
 

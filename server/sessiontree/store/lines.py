@@ -24,9 +24,10 @@ class LineReader:
         self.chunk = chunk
         self.tail_offset = start
         self.tail = b""
+        self.done = False  # iterated to the end: `tail` is known
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        carry = b""
+        carry: list[bytes] = []  # the start of a line, in blocks: a line of many blocks is joined once
         carry_offset = self.start
         position = self.start
         while position < self.end:
@@ -34,10 +35,14 @@ class LineReader:
             if not block:  # the file shrank under us; the caller re-checks the size
                 break
             position += len(block)
-            pieces = (carry + block).split(b"\n")
+            if b"\n" not in block:
+                carry.append(block)
+                continue
+            pieces = b"".join((*carry, block)).split(b"\n")
             offset = carry_offset
             for line in pieces[:-1]:
                 yield offset, line
                 offset += len(line) + 1
-            carry, carry_offset = pieces[-1], offset
-        self.tail_offset, self.tail = carry_offset, carry
+            carry, carry_offset = [pieces[-1]], offset
+        self.tail_offset, self.tail = carry_offset, b"".join(carry)
+        self.done = True

@@ -7,26 +7,28 @@ the original bytes stay as `<file>.v<N>.bak`, and malformed lines are kept.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 from .. import jsonfmt
 from ..entries import new_entry_id
+from ..errors import FileReplaced
 from ..protocol import Warning
+from . import confined
 from .lines import BOM
-from .storage import fsync_directory
+from .storage import Storage
 
 CURRENT_VERSION = 3
 _HEADER_PROBE = 64 * 1024
 
 
-def file_version(path: Path) -> int | None:
+def file_version(storage: Storage) -> int | None:
     """The version of the file's header (pi: absent means 1), or None when there is no header."""
-    with open(path, "rb") as handle:
-        first = handle.readline(_HEADER_PROBE)
-        while first and not first.strip():
-            first = handle.readline(_HEADER_PROBE)
+    probe = storage.read(0, _HEADER_PROBE)
+    lines = probe.split(b"\n")
+    first = next((line for line in lines if line.strip()), b"")
     if first.startswith(BOM):
         first = first[len(BOM) :]
     try:
@@ -39,34 +41,36 @@ def file_version(path: Path) -> int | None:
     return version if isinstance(version, int) else 1
 
 
-def migrate_file(path: Path, version: int, sync: bool = True) -> Warning:
-    """Rewrite a v1/v2 file as v3, atomically, keeping the original as `.v<N>.bak`."""
-    original = path.read_bytes()
+def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: bool = True) -> Warning:
+    """Rewrite a v1/v2 file as v3, atomically, keeping the original as `.v<N>.bak`.
+
+    The caller holds the file's lock, so two daemons never migrate it at once (the second finds
+    the file replaced when it gets the lock, and opens the new one). Every name is made with
+    O_EXCL in the directory reached without following links: nothing planted there is followed."""
+    original = storage.read(0, storage.size())
     migrated = migrate_bytes(original, version)
-    backup = _free_name(path.with_name(f"{path.name}.v{version}.bak"))
-    temporary = path.with_name(f".{path.name}.migrating")
-    with open(temporary, "wb") as out:
-        out.write(migrated)
-        out.flush()
-        os.fsync(out.fileno())
-    os.link(path, backup)  # the original bytes, under a new name, before anything replaces them
-    os.replace(temporary, path)
-    if sync:
-        fsync_directory(path.parent)
+    with confined.directory(root, path.parent) as directory:
+        temporary, fd = directory.create_unique(f".{path.name}.migrating")
+        try:
+            with open(fd, "wb", closefd=True) as out:
+                out.write(migrated)
+                out.flush()
+                os.fsync(out.fileno())
+            if storage.size() != len(original) or storage.replaced():  # written meanwhile without a lock
+                raise FileReplaced("the file changed while it was being migrated; open it again", path=str(path))
+            backup = directory.link_unique(path.name, f"{path.name}.v{version}.bak")  # the original bytes, kept
+            directory.replace(temporary, path.name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                directory.unlink(temporary)
+            raise
+        if sync:
+            directory.sync()
     return Warning(
         "migrated",
-        f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {backup}",
-        path=str(backup),
+        f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {path.parent / backup}",
+        path=str(path.parent / backup),
     )
-
-
-def _free_name(candidate: Path) -> Path:
-    number = 1
-    base = candidate
-    while candidate.exists():
-        candidate = base.with_name(f"{base.name}.{number}")
-        number += 1
-    return candidate
 
 
 class _Line:

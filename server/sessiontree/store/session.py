@@ -7,9 +7,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .. import jsonfmt
 from ..entries import Either, Node, SkeletonError, build_line, decode_skeleton, new_entry_id, node_of_fields, now_iso
-from ..errors import EntryNotFound, LeafConflict, NotASessionFile, StorageError
+from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
 from .index import SessionIndex
@@ -20,6 +22,14 @@ if TYPE_CHECKING:
     from ..tree.fork import ForkPlan
 
 _AT_ONCE = 4096  # entries indexed together at open
+_WRITE_TRIES = 3  # an append spoiled by another writer's unfinished line is written again, so often
+
+
+class _Id(msgspec.Struct):
+    id: Any = None
+
+
+_id_only = msgspec.json.Decoder(_Id).decode  # validates the whole line, builds only its id
 
 
 class Appended:
@@ -63,13 +73,14 @@ class Session:
         self.size_seen = 0  # the file's size at the last refresh (exact while the lock is held)
         self.sidecar_covers = -1  # bytes the index sidecar describes, if it was loaded or saved
         self.fenced = False  # an append ended another writer's torn line: a scan would now see it
+        self._unfinished_at = -1  # the file's size when its last line was last found unfinished
 
     # ------------------------------------------------------------------ loading
 
     @classmethod
     def load(cls, storage: Storage, sidecar_file: Path | None = None) -> Session:
-        """Scan the file once (or only what follows the part a matching index sidecar covers);
-        a torn last line is quarantined and cut off."""
+        """Scan the file once (or only what follows the part a matching index sidecar covers).
+        An unfinished last line is left where it is: its writer may still be writing it."""
         with storage.lock():
             restored = cls._from_sidecar(storage, sidecar_file) if sidecar_file is not None else None
             if restored is not None:
@@ -215,7 +226,12 @@ class Session:
         return node
 
     def _finish(self, reader: LineReader, at_open: bool) -> list[Node]:
-        """Deal with bytes after the last line end: a complete entry, blanks, or a torn line."""
+        """Deal with bytes after the last line end: a complete entry, blanks, or an unfinished line.
+
+        An unfinished line is never cut, moved or taken in: pi appends without a lock, a big
+        line is visible half-written for a moment, and a truncate would also remove whatever
+        whole lines were appended since. It is read again once the file grows, and an append
+        of ours starts on a fresh line after it."""
         tail, offset = reader.tail, reader.tail_offset
         if not tail:
             return []
@@ -225,34 +241,22 @@ class Session:
         try:
             node = decode_skeleton(tail, offset, len(self.index))
         except SkeletonError:
+            self._unfinished_at = offset + len(tail)
             if at_open:
-                self._quarantine_tail(offset, tail)
-            return []  # at refresh: a writer without a lock may still be writing it
+                line = self._line_no + 1
+                self.warnings.append(
+                    Warning(
+                        "torn-tail",
+                        f"line {line} has no line end yet ({len(tail)} bytes): another program may still be"
+                        " writing it; left as it is, and the next append starts on a fresh line",
+                        line=line,
+                    )
+                )
+            return []
         self._line_no += 1
         self.index.add(node, self._line_no, self.warnings, follow_leaf=not at_open)
         self.end, self.unterminated = offset + len(tail), True
         return [node]
-
-    def _quarantine_tail(self, offset: int, tail: bytes) -> None:
-        line = self._line_no + 1
-        try:
-            where = self.storage.quarantine(offset, tail)
-            self.storage.truncate(offset)
-        except OSError as exc:
-            self.warnings.append(
-                Warning("torn-tail", f"line {line} is torn and could not be quarantined ({exc}); kept", line=line)
-            )
-            self.end, self.unterminated = offset + len(tail), True
-            return
-        self.warnings.append(
-            Warning(
-                "torn-tail",
-                f"line {line} was torn ({len(tail)} bytes, no line end); moved to {where} and cut off",
-                line=line,
-                path=where,
-            )
-        )
-        self.end, self.unterminated = offset, False
 
     @classmethod
     def adopt(cls, storage: Storage, header_line: bytes, plan: ForkPlan, source: Session) -> Session:
@@ -296,21 +300,27 @@ class Session:
 
     # ------------------------------------------------------------------ following other writers
 
-    def refresh(self) -> list[Node]:
-        """Take in complete lines other processes appended since the last read."""
+    def refresh(self, limit: int | None = None) -> list[Node]:
+        """Take in complete lines other processes appended since the last read; with `limit`, stop
+        after the line that passes that many bytes (the rest waits for the next call)."""
         size = self.size_seen = self.storage.size()
-        if size == self.end:
+        if self.storage.replaced():
+            raise FileReplaced(
+                "the session file was replaced by another program (renamed over, deleted or made a link); open it again",
+                path=self.storage.name,
+            )
+        if size == self.end or size == self._unfinished_at:  # nothing new, or the same unfinished line
             return []
         if size < self.end or not self._still_ends_where_we_left():
-            raise StorageError(
-                "the session file was rewritten or truncated by another program; reopen it",
+            raise FileReplaced(
+                "the session file was rewritten or truncated by another program; open it again",
                 path=self.storage.name,
                 size=size,
                 expected=self.end,
             )
         reader = LineReader(self.storage, self.end, size)
-        added = self._take_in(reader, follow_leaf=True)
-        return added + self._finish(reader, at_open=False)
+        added = self._take_in(reader if limit is None else _until(reader, self.end + limit), follow_leaf=True)
+        return added + self._finish(reader, at_open=False) if reader.done else added
 
     def _still_ends_where_we_left(self) -> bool:
         if self.end == 0 or self.unterminated:
@@ -342,8 +352,10 @@ class Session:
                 took_in(others, leaf_before)
             self._check(entries, parent, expected_leaf, sources or _default_sources(len(entries)))
             parent_id = self.index.leaf_id if parent is UNSET else parent
-            written = self._write(entries, parent_id)
-        return written, others
+            written, between = self._write(entries, parent_id)
+            if between and took_in is not None:
+                took_in(between, leaf_before)
+        return written, others + between
 
     def check_leaf(self, expected_leaf: MaybeId) -> None:
         """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork."""
@@ -380,9 +392,9 @@ class Session:
             raise EntryNotFound(f"entry {entry_id} not found ({field})", entryId=entry_id, field=field)
         return node
 
-    def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> list[Appended]:
-        size = self.size_seen  # refreshed under this lock: one fstat per append, not three
-        fence = b"\n" if size > self.end or self.unterminated else b""
+    def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> tuple[list[Appended], list[Node]]:
+        """Write the entries as one chain; returns them and other writers' entries that landed
+        between the refresh and the write (they come first in the file)."""
         taken = set()
         lines: list[dict[str, Any]] = []
         for entry in entries:
@@ -391,24 +403,66 @@ class Session:
             lines.append(build_line(entry, entry_id, parent_id, now_iso()))
             parent_id = entry_id
         encoded = [jsonfmt.dumps(line) for line in lines]
-        data = fence + b"".join(line + b"\n" for line in encoded)
-        try:
-            self.storage.append(data, size)
-        except OSError as exc:
-            raise StorageError(
-                f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name
-            ) from None
-        if fence and size > self.end:
-            self.fenced = True
-            self._line_no += 1
-            self.warnings.append(
-                Warning(
-                    "torn-line-fenced",
-                    f"line {self._line_no} was incomplete when appending; kept and ended with a line end",
-                    line=self._line_no,
-                )
+        body = b"".join(line + b"\n" for line in encoded)
+        others: list[Node] = []
+        for _ in range(_WRITE_TRIES):
+            fence = b"\n" if self.size_seen > self.end or self.unterminated else b""
+            try:
+                start = self.storage.append(fence + body)
+            except OSError as exc:
+                raise StorageError(
+                    f"could not write to the session file: {exc.strerror or exc}", path=self.storage.name
+                ) from None
+            glued = self._take_in_before(start, fence, others)
+            if not glued:
+                return self._index_written(lines, encoded, start + len(fence)), others
+            self._skip_spoiled(start + len(fence) + len(body), len(encoded))
+        raise StorageError(
+            "another program kept leaving unfinished lines where this append was written; nothing was acknowledged",
+            path=self.storage.name,
+        )
+
+    def _take_in_before(self, start: int, fence: bytes, others: list[Node]) -> bool:
+        """Take in what lies between our last read and our write at `start` (an unfinished line
+        we fenced, or lines another writer appended in the gap). True when our first line was
+        glued onto another writer's unfinished line instead (it wrote one in the gap)."""
+        if start == self.end and not fence:
+            return False
+        reader = LineReader(self.storage, self.end, start)
+        others += self._take_in(reader, follow_leaf=False)
+        if not reader.tail:
+            return False
+        self._line_no += 1
+        if not fence:
+            return True
+        self.fenced = True
+        self.warnings.append(
+            Warning(
+                "torn-line-fenced",
+                f"line {self._line_no} was unfinished when appending; kept and ended with a line end",
+                line=self._line_no,
             )
-        offset = size + len(fence)
+        )
+        self.end, self.unterminated = start + len(fence), False
+        return False
+
+    def _skip_spoiled(self, end: int, count: int) -> None:
+        """Our lines up to `end` continue another writer's unfinished line: the first is lost in
+        it, the rest are written again (same ids; the later copy wins). Skip the spoiled copy."""
+        self._line_no += count - 1
+        self.fenced = True
+        self.warnings.append(
+            Warning(
+                "torn-line-fenced",
+                f"line {self._line_no - count + 1} was left unfinished by another program while appending;"
+                " the append was written again on a fresh line",
+                line=self._line_no - count + 1,
+            )
+        )
+        self.end = self.size_seen = end
+        self.unterminated = False
+
+    def _index_written(self, lines: list[dict[str, Any]], encoded: list[bytes], offset: int) -> list[Appended]:
         written = []
         for line, raw in zip(lines, encoded):
             self._line_no += 1
@@ -423,18 +477,47 @@ class Session:
 
     def entry(self, node: Node) -> dict[str, Any]:
         """The full entry of a node, decoded from the file."""
-        raw = self.storage.read(node.offset, node.length)
-        return jsonfmt.loads(raw)
+        try:
+            value = jsonfmt.loads(self.raw(node))
+        except jsonfmt.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict) or value.get("id") != node.id:
+            raise self._changed_in_place(node)
+        return value
 
     def raw(self, node: Node) -> bytes:
         return self.storage.read(node.offset, node.length)
 
     def raw_entry(self, node: Node) -> jsonfmt.RawJson | dict[str, Any]:
-        """The entry as its own bytes, to pass on without decoding (decoded on first read)."""
-        return jsonfmt.raw_object(self.raw(node).rstrip(b"\r"))
+        """The entry as its own bytes, to pass on without decoding (decoded on first read); checked
+        first, since bytes rewritten in place by another program must not reach the wire."""
+        raw = self.raw(node).rstrip(b"\r")
+        try:
+            same = _id_only(raw).id == node.id
+        except (msgspec.MsgspecError, RecursionError):  # what the fast decoder refuses, the entry's own way
+            return self.entry(node)
+        if not same:
+            raise self._changed_in_place(node)
+        return jsonfmt.raw_object(raw)
+
+    def _changed_in_place(self, node: Node) -> FileReplaced:
+        return FileReplaced(
+            f"entry {node.id} is no longer where it was in the session file: another program rewrote the file;"
+            " open it again",
+            path=self.storage.name,
+            entryId=node.id,
+        )
 
     def close(self) -> None:
         self.storage.close()
+
+
+def _until(lines: Iterable[tuple[int, bytes]], stop: int) -> Iterator[tuple[int, bytes]]:
+    """The lines up to the one that reaches `stop`."""
+    for offset, line in lines:
+        yield offset, line
+        if offset + len(line) >= stop:
+            return
 
 
 def _shown(entry_id: str | None) -> str:

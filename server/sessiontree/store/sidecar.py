@@ -38,8 +38,8 @@ MAGIC: Final = b"sessiontree-index\n"
 FORMAT: Final = 1
 SAMPLE: Final = 64 * 1024  # bytes hashed at each end of the covered region
 SPREAD_BLOCKS, SPREAD_SIZE = 32, 4096  # and blocks hashed across it
-# Warnings a scan of the file finds again; the others (a torn tail cut off at open, a torn line
-# ended by an append) describe events, not the file, and are not kept.
+# Warnings a scan of the file finds again; the others describe events (a torn line ended by an
+# append) or what lies past the covered part (an unfinished last line), and are not kept.
 SCAN_WARNINGS: Final = frozenset({"malformed", "duplicate-id", "label-unknown-target", "extra-header"})
 _LENGTH: Final = struct.Struct("<I")
 _ARRAYS: Final = ("parents", "offsets", "lengths", "anchor", "records")

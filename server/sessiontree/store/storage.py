@@ -2,8 +2,9 @@
 
 `FileStorage` is the real file; `MemoryStorage` keeps the bytes in memory so the
 store can be tested (and fault-injected) without a disk. Both promise the same
-things: `append` writes all of its bytes or none, and `lock` excludes every other
-writer that also locks (other sessiontree daemons; pi itself takes no lock).
+things: `append` writes its bytes in one write and says where they landed, and `lock`
+excludes every other writer that also locks (other sessiontree daemons; pi itself takes
+no lock, so bytes may land anywhere between two of our reads and writes).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -28,18 +29,18 @@ class Storage(Protocol):
 
     def read(self, offset: int, length: int) -> bytes: ...
 
-    def append(self, data: bytes, size: int | None = None) -> None:
-        """Write `data` at the end in one write: afterwards the file holds all of it or none.
-        `size`: the file's size now, when the caller knows it (it holds the lock)."""
+    def append(self, data: bytes) -> int:
+        """Write `data` at the end in one write and return the offset it starts at: other
+        processes may have appended before it. A failed write may leave a prefix of `data`
+        (a torn line, fenced by the next append); it is never cut back, since bytes another
+        writer appended after it would go too."""
 
-    def truncate(self, size: int) -> None: ...
+    def replaced(self) -> bool:
+        """True when the file's name no longer leads to the file this storage has open."""
 
     def lock(self) -> contextlib.AbstractContextManager[None]: ...
 
     def sync(self) -> None: ...
-
-    def quarantine(self, offset: int, data: bytes) -> str:
-        """Keep damaged bytes beside the file; returns where they went."""
 
     def close(self) -> None: ...
 
@@ -74,14 +75,19 @@ class _FileLock:
 
 
 class FileStorage:
-    """A session file opened for appending, locked with flock (released if the process dies)."""
+    """A session file opened for appending, locked with flock (released if the process dies).
 
-    def __init__(self, path: Path, durability: Durability = "os", writable: bool = True) -> None:
+    `fd`: a descriptor already opened and checked (see `confined`); without it, `path` is opened."""
+
+    def __init__(self, path: Path, durability: Durability = "os", writable: bool = True, fd: int | None = None) -> None:
         self.path = path
         self.name = str(path)
         self.durability = durability
-        flags = os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY
-        self._fd = os.open(path, flags | os.O_CLOEXEC)
+        if fd is None:
+            fd = os.open(path, (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | os.O_CLOEXEC)
+        self._fd = fd
+        info = os.fstat(fd)
+        self._identity = (info.st_dev, info.st_ino)
         self._lock = _FileLock(self._fd)
 
     def size(self) -> int:
@@ -93,41 +99,28 @@ class FileStorage:
     def read(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
 
-    def append(self, data: bytes, size: int | None = None) -> None:
-        before = self.size() if size is None else size
-        try:
-            written = os.write(self._fd, data)
-            if written != len(data):
-                raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
-            if self.durability == "fsync":
-                os.fsync(self._fd)
-        except OSError:
-            self._cut_back(before)
-            raise
-
-    def _cut_back(self, size: int) -> None:
-        """After a failed write, remove whatever part of it reached the file."""
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, size)
-
-    def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+    def append(self, data: bytes) -> int:
+        written = os.write(self._fd, data)
+        # O_APPEND moved the position to the end of what was written, wherever that landed.
+        start = os.lseek(self._fd, 0, os.SEEK_CUR) - written
+        if written != len(data):
+            raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
         if self.durability == "fsync":
             os.fsync(self._fd)
+        return start
+
+    def replaced(self) -> bool:
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return True
+        return (info.st_dev, info.st_ino) != self._identity
 
     def lock(self) -> _FileLock:
         return self._lock
 
     def sync(self) -> None:
         os.fsync(self._fd)
-
-    def quarantine(self, offset: int, data: bytes) -> str:
-        target = self.path.with_name(f"{self.path.name}.torn-{offset}")
-        with open(target, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        return str(target)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -136,13 +129,17 @@ class FileStorage:
 
 
 class MemoryStorage:
-    """The same contract over a bytearray, for tests and fault injection."""
+    """The same contract over a bytearray, for tests and fault injection.
+
+    `before_append`, when set, runs just before each append: another writer's bytes landing in
+    the gap between a refresh and the write."""
 
     def __init__(self, data: bytes = b"", name: str = "memory.jsonl") -> None:
         self.name = name
         self.data = bytearray(data)
-        self.quarantined: dict[int, bytes] = {}
         self.locked = False
+        self.is_replaced = False
+        self.before_append: Callable[[MemoryStorage], None] | None = None
 
     def size(self) -> int:
         return len(self.data)
@@ -150,11 +147,15 @@ class MemoryStorage:
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self.data[offset : offset + length])
 
-    def append(self, data: bytes, size: int | None = None) -> None:
+    def append(self, data: bytes) -> int:
+        if self.before_append is not None:
+            self.before_append(self)
+        start = len(self.data)
         self.data += data
+        return start
 
-    def truncate(self, size: int) -> None:
-        del self.data[size:]
+    def replaced(self) -> bool:
+        return self.is_replaced
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -166,10 +167,6 @@ class MemoryStorage:
 
     def sync(self) -> None:
         pass
-
-    def quarantine(self, offset: int, data: bytes) -> str:
-        self.quarantined[offset] = data
-        return f"{self.name}.torn-{offset}"
 
     def close(self) -> None:
         pass

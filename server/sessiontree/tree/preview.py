@@ -109,11 +109,11 @@ def _entry_text(entry: _Line) -> str:
 def _parse(line: bytes) -> _Line | None:
     try:
         return _decode_line(line)
-    except msgspec.MsgspecError:  # lone surrogates, broken UTF-8, or fields of unusual shapes
+    except (msgspec.MsgspecError, RecursionError):  # lone surrogates, broken UTF-8, odd shapes, deep nesting
         pass
     try:
         return msgspec.convert(jsonfmt.loads(line), _Line)
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
 
 
