@@ -297,6 +297,29 @@ test('a tree of 2,000 entries is drawn from a worker thread, the cursor on the l
   end)
 end)
 
+test(':SessionOpen without a file picks from the sessions under the root', function()
+  local select = vim.ui.select
+  local offered
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    for _, item in ipairs(items) do
+      if item.name == 'Demo' then
+        return on_choice(item)
+      end
+    end
+  end
+  vim.cmd('SessionOpen')
+  wait_for('the choice', function()
+    return offered ~= nil
+  end)
+  vim.ui.select = select
+  eq(3, #offered, 'sessions offered: ' .. vim.inspect(offered))
+  wait_for('the tree of the session chosen', function()
+    return st.state.tree.shown == created.path
+  end)
+  eq('Session Demo  (' .. created.path .. ')', buffer_lines()[1])
+end)
+
 test('errors become messages, not tracebacks; the open session stays', function()
   messages = {}
   vim.cmd('SessionOpen ' .. vim.fn.fnameescape(root .. '/missing.jsonl'))

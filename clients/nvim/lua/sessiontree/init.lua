@@ -525,7 +525,7 @@ function M.show_context()
   if session == nil then
     error(no_session())
   end
-  local buf = scratch('sessiontree://context', 'sessiontree-context')
+  local buf = scratch('sessiontree://context', 'sessiontreecontext')
   show(buf)
   set_lines(buf, 0, -1, { 'Loading the context at the leaf…' })
   M.with_session(function(s, client)
