@@ -27,7 +27,7 @@ end, { desc = 'Show what the model sees at the leaf' })
 vim.api.nvim_create_autocmd('VimLeavePre', {
   callback = function()
     if package.loaded['sessiontree'] then
-      st().stop(2000)
+      st().stop(1500)
     end
   end,
 })

@@ -103,6 +103,9 @@ end
 local root = vim.fn.tempname() .. '-sessions'
 vim.fn.mkdir(root, 'p')
 root = vim.fn.resolve(root)
+-- The daemons' index sidecars (for sessions of 1,000+ entries) go here, not to the user's cache.
+local cache = vim.fn.tempname() .. '-cache'
+vim.env.XDG_CACHE_HOME = cache
 local st = require('sessiontree')
 local rpc = require('sessiontree.rpc')
 st.setup({ cmd = command(), sessions_dir = root })
@@ -404,6 +407,7 @@ test('both daemons exit cleanly', function()
 end)
 
 vim.fn.delete(root, 'rf')
+vim.fn.delete(cache, 'rf')
 out(string.format('%d passed, %d failed', passed, #failures))
 if #failures > 0 then
   vim.cmd('cquit 1')

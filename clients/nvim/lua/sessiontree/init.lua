@@ -174,18 +174,18 @@ local function scratch(name, filetype)
     buf = vim.api.nvim_create_buf(true, true)
     vim.api.nvim_buf_set_name(buf, name)
   end
-  vim.api.nvim_buf_set_option(buf, 'buftype', 'nofile')
-  vim.api.nvim_buf_set_option(buf, 'bufhidden', 'hide')
-  vim.api.nvim_buf_set_option(buf, 'swapfile', false)
-  vim.api.nvim_buf_set_option(buf, 'undolevels', -1)
-  vim.api.nvim_buf_set_option(buf, 'filetype', filetype)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].undolevels = -1
+  vim.bo[buf].filetype = filetype
   return buf
 end
 
 local function set_lines(buf, first, last, lines)
-  vim.api.nvim_buf_set_option(buf, 'modifiable', true)
+  vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, first, last, false, lines)
-  vim.api.nvim_buf_set_option(buf, 'modifiable', false)
+  vim.bo[buf].modifiable = false
 end
 
 local function fire(pattern)
@@ -216,7 +216,7 @@ local function show(buf)
   if vim.api.nvim_get_current_buf() ~= buf then
     vim.api.nvim_set_current_buf(buf)
   end
-  vim.api.nvim_win_set_option(0, 'wrap', false)
+  vim.wo.wrap = false
 end
 
 -- Replace the tree lines with `lines`, writing only the lines that changed (a new entry of a long
