@@ -50,6 +50,9 @@ end
 local function ms(ns)
   return string.format('%8.1f ms', ns / 1e6)
 end
+local function row(label, ns)
+  out(string.format('%-48s%s', label, ms(ns)))
+end
 
 local drawn = 0
 vim.api.nvim_create_autocmd('User', {
@@ -67,7 +70,7 @@ end
 out('# Neovim ' .. rpc.nvim_version() .. ', ' .. file)
 local t0 = uv.hrtime()
 st.client():wait_ready()
-out('daemon started (initialize answered)          ' .. ms(uv.hrtime() - t0))
+row('daemon started (initialize answered)', uv.hrtime() - t0)
 
 -- 1. :SessionOpen on the file, the daemon running.
 reset_stall()
@@ -78,10 +81,10 @@ local first_line = vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]
 wait_drawn(1)
 local tree_at = uv.hrtime() - t0
 local lines = vim.api.nvim_buf_line_count(0)
-out(':SessionOpen: first paint (' .. first_line:sub(1, 12) .. '…)      ' .. ms(returned))
-out(':SessionOpen: the tree (' .. (lines - 2) .. ' lines) drawn         ' .. ms(tree_at))
-out('  main loop held up at most                     ' .. ms(stall.max))
-out('  first screen:')
+row(':SessionOpen: first paint (' .. first_line:sub(1, 12) .. '…)', returned)
+row(':SessionOpen: the tree (' .. (lines - 2) .. ' lines) drawn', tree_at)
+row('  main loop held up at most', stall.max)
+out('  cursor on line ' .. vim.api.nvim_win_get_cursor(0)[1] .. ' (the leaf); the buffer starts:')
 for _, line in ipairs(vim.api.nvim_buf_get_lines(0, 0, 6, false)) do
   out('    ' .. vim.fn.strcharpart(line, 0, 100))
 end
@@ -92,15 +95,15 @@ reset_stall()
 t0 = uv.hrtime()
 vim.cmd('SessionTree')
 returned = uv.hrtime() - t0
-out(':SessionTree again: first paint (' .. vim.api.nvim_buf_line_count(0) .. ' lines)  ' .. ms(returned))
+row(':SessionTree again: first paint (' .. vim.api.nvim_buf_line_count(0) .. ' lines)', returned)
 
 -- 3. r: drawn again from the daemon (a tree the daemon has built once).
 reset_stall()
 t0 = uv.hrtime()
 vim.api.nvim_feedkeys('r', 'x', false)
 wait_drawn(2)
-out('r (refresh): the tree drawn again             ' .. ms(uv.hrtime() - t0))
-out('  main loop held up at most                     ' .. ms(stall.max))
+row('r (refresh): the tree drawn again', uv.hrtime() - t0)
+row('  main loop held up at most', stall.max)
 
 -- 4. :SessionTree in a fresh buffer (the plugin's tree wiped): loaded again.
 vim.cmd('bwipeout!')
@@ -110,9 +113,9 @@ vim.cmd('SessionTree')
 returned = uv.hrtime() - t0
 first_line = vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]
 wait_drawn(3)
-out(':SessionTree, new buffer: first paint (' .. first_line:sub(1, 12) .. '…) ' .. ms(returned))
-out(':SessionTree, new buffer: the tree drawn      ' .. ms(uv.hrtime() - t0))
-out('  main loop held up at most                     ' .. ms(stall.max))
+row(':SessionTree, new buffer: first paint (' .. first_line:sub(1, 12) .. '…)', returned)
+row(':SessionTree, new buffer: the tree drawn', uv.hrtime() - t0)
+row('  main loop held up at most', stall.max)
 
 timer:stop()
 timer:close()
