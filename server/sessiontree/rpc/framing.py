@@ -150,11 +150,7 @@ class FrameDecoder:
             return True
         del self._buf[: end.end()]
         length = int(raw)
-        if length > CREDIBLE_LENGTH:  # no body is coming: do not wait for it, find the next header
-            self._start_resync(f"Content-Length {length} is not credible")
-            return True
         if length > self._max:
-            self._discard = length
             events.append(
                 Rejected(
                     INVALID_REQUEST,
@@ -162,6 +158,11 @@ class FrameDecoder:
                     answer_anyway=True,
                 )
             )
+            if length <= CREDIBLE_LENGTH:
+                self._discard = length
+            else:  # no body that long is coming: waiting for it would swallow the stream
+                self._start_resync(f"Content-Length {length} is not credible")
+                self._scan_from = 0  # its header block is gone: the next one may start right here
         else:
             self._length = length
         return True

@@ -1,0 +1,183 @@
+"""Hostile input and scarce resources: deep nesting, a client that stops reading, lying lengths,
+huge lines, no file descriptors left, SIGTERM in the middle of a fork."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from support.daemon import RawDaemon, frame, info, request
+from test_beside_other_writers import HEADER, Calls, line, session_file, start_writer, user
+
+DEPTH = 1000  # Node's parser takes it, so pi does
+
+
+@pytest.fixture
+def calls(daemon: RawDaemon) -> Calls:
+    return Calls(daemon)
+
+
+def test_a_session_line_nested_a_thousand_deep_opens_and_lists(calls: Calls, sessions_dir: Path) -> None:
+    path = session_file(sessions_dir, "deep.jsonl", user("a0000001", None))
+    with path.open("ab") as out:  # nested as deep as Node's parser takes, with a lone surrogate as JS writes it
+        out.write(b'{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-01-01T00:00:00.000Z",'
+                  b'"message":{"role":"user","content":"deep","details":' + b"[" * DEPTH + b'"\\ud800"' + b"]" * DEPTH
+                  + b',"timestamp":1}}\n')
+        out.write(line(user("a0000003", "a0000002")))
+    opened = calls.result("session/open", {"path": str(path)})
+    assert opened["entryCount"] in (2, 3)  # read, or reported as malformed: never an internal error
+    assert all(w["kind"] == "malformed" for w in opened["warnings"])
+    assert [s["path"] for s in calls.result("session/list", {})["sessions"]] == [str(path)]
+
+
+def test_a_deeply_nested_request_with_an_escape_is_answered_and_so_is_the_next(daemon: RawDaemon) -> None:
+    params = b'{"sessionId":' + b"[" * DEPTH + b'"\\u0041"' + b"]" * DEPTH + b"}"
+    nested = frame(b'{"jsonrpc":"2.0","id":1,"method":"session/info","params":' + params + b"}")
+    daemon.send(nested + frame(info(2)))  # one read: the second must not be lost with the first
+    first, second = daemon.next(10), daemon.next(10)
+    assert first["id"] in (1, None) and first["error"]["code"] in (-32700, -32600)
+    assert second["id"] == 2 and second["error"]["code"] == -32010
+
+
+def test_a_content_length_no_body_can_have_does_not_swallow_what_follows(daemon: RawDaemon) -> None:
+    daemon.send(b"Content-Length: 9223372036854775808\r\n\r\n")
+    refused = daemon.next(10)
+    assert refused["id"] is None and "too large" in refused["error"]["message"]
+    daemon.send_message(info(2))  # the lying header's body is not waited for
+    answer = daemon.next(10)
+    assert answer["id"] == 2 and answer["error"]["code"] == -32010
+
+
+def test_a_client_that_stops_reading_does_not_grow_the_daemon(sessions_dir: Path) -> None:
+    """A subscribed session's file grows by 96 MB while the client reads nothing: what others
+    appended waits in the file, not in the daemon's output queue."""
+    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(sessions_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert daemon.stdin is not None and daemon.stdout is not None
+    try:
+        for message in (
+            request(0, "initialize", {"processId": None, "capabilities": {}}),
+            request(1, "session/open", {"path": str(path)}),
+        ):
+            daemon.stdin.write(frame(message))
+            daemon.stdin.flush()
+            opened = _read_frame(daemon.stdout)
+        sid = opened["result"]["sessionId"]
+        daemon.stdin.write(frame(request(2, "session/subscribe", {"sessionId": sid})))
+        daemon.stdin.flush()
+        _read_frame(daemon.stdout)
+        before = _rss_mb(daemon.pid)
+        assert start_writer(path, 96, 1_000_000, "a0000001").wait(60) == 0  # 96 MB, nobody reading
+        time.sleep(2.0)  # several file checks
+        grown = _rss_mb(daemon.pid) - before
+        assert grown < 48, f"the daemon grew by {grown:.0f} MB while its client read nothing"
+        assert daemon.poll() is None
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def _read_frame(stream: object) -> dict:
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        header += stream.read(1)  # type: ignore[attr-defined]
+    length = int(header.split(b":")[1].split(b"\r\n")[0])
+    return orjson.loads(stream.read(length))  # type: ignore[attr-defined]
+
+
+def _rss_mb(pid: int) -> float:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_listing_a_session_with_a_line_of_two_hundred_megabytes_is_answered(calls: Calls, sessions_dir: Path) -> None:
+    """Joining the blocks of a long line one by one was quadratic: minutes for 200 MB."""
+    path = session_file(sessions_dir, "huge.jsonl")
+    with path.open("ab") as out:
+        out.write(b'{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+                  b'"message":{"role":"user","content":"')
+        block = b"x" * (1 << 20)
+        for _ in range(200):
+            out.write(block)
+        out.write(b'","timestamp":1}}\n')
+    answer = calls.answer("session/list", {}, timeout=30)
+    assert [s["messageCount"] for s in answer["result"]["sessions"]] == [1]
+
+
+def test_with_no_file_descriptors_left_listing_is_an_error_not_an_empty_list(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path
+) -> None:
+    paths = [session_file(sessions_dir, f"s{n:03d}.jsonl", user("a0000001", None)) for n in range(64)]
+    daemon = _daemon_with_fd_limit(sessions_dir, 40)
+    try:
+        calls = Calls(daemon)
+        daemon.initialize()
+        for number, path in enumerate(paths):
+            header_id = f"s{number:03d}"
+            path.write_bytes(line({**HEADER, "id": header_id}) + line(user("a0000001", None)))
+            answer = calls.answer("session/open", {"path": str(path)})
+            if "error" in answer:
+                assert answer["error"]["code"] == -32017, answer  # out of descriptors: said so
+                break
+        else:
+            raise AssertionError("the descriptor limit was never reached")
+        error = calls.error("session/list", {})
+        assert error["code"] == -32017 and "Too many open files" in error["message"]
+    finally:
+        daemon.kill()
+
+
+def _daemon_with_fd_limit(sessions_dir: Path, limit: int) -> RawDaemon:
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    daemon = RawDaemon.__new__(RawDaemon)
+    original = subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        return original(*args, preexec_fn=limited, **kwargs)  # type: ignore[call-overload]
+
+    subprocess.Popen = popen  # type: ignore[misc]
+    try:
+        RawDaemon.__init__(daemon, "--sessions-dir", str(sessions_dir))
+    finally:
+        subprocess.Popen = original  # type: ignore[misc]
+    return daemon
+
+
+def test_sigterm_during_a_fork_leaves_no_temporary_file(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
+    path = session_file(sessions_dir, "big.jsonl")
+    with path.open("ab") as out:
+        parent = None
+        for number in range(40_000):
+            entry_id = f"b{number:07d}"
+            out.write(line(user(entry_id, parent, "y" * 200)))
+            parent = entry_id
+    for delay in (0.0, 0.05, 0.2):
+        daemon = start_daemon("--sessions-dir", str(sessions_dir))
+        daemon.initialize()
+        sid = daemon.call(request(1, "session/open", {"path": str(path)}))["result"]["sessionId"]
+        daemon.send_message(request(2, "session/fork", {"sessionId": sid, "entryId": parent}))
+        time.sleep(delay)
+        daemon.process.send_signal(signal.SIGTERM)
+        assert daemon.wait(30) == 128 + signal.SIGTERM
+        assert not [p for p in path.parent.iterdir() if p.name.endswith(".partial")]
+        for forked in path.parent.glob("*.jsonl"):
+            assert forked.read_bytes().endswith(b"\n")  # a fork is whole, or not there
+        os.sync()
