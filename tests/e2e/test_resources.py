@@ -40,7 +40,7 @@ def test_a_session_line_nested_a_thousand_deep_opens_and_lists(calls: Calls, ses
 
 
 def test_a_deeply_nested_request_with_an_escape_is_answered_and_so_is_the_next(daemon: RawDaemon) -> None:
-    params = b'{"sessionId":' + b"[" * DEPTH + b'"\\u0041"' + b"]" * DEPTH + b"}"
+    params = b'{"sessionId":' + b"[" * (5 * DEPTH) + b'"\\u0041"' + b"]" * (5 * DEPTH) + b"}"
     nested = frame(b'{"jsonrpc":"2.0","id":1,"method":"session/info","params":' + params + b"}")
     daemon.send(nested + frame(info(2)))  # one read: the second must not be lost with the first
     first, second = daemon.next(10), daemon.next(10)
