@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sessiontree.protocol import Warning
 from sessiontree.store import FileStorage, Session, file_version, migrate_file
 from support.sessions import PI_QUIRK_CASES
@@ -86,27 +88,19 @@ def test_a_second_migration_never_overwrites_an_earlier_backup(tmp_path: Path) -
     assert not list(tmp_path.glob(".*migrating"))
 
 
-def test_a_symlink_planted_at_the_temporary_name_is_never_followed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("planted", [".{name}.migrating", "{name}.v2.bak"])
+def test_a_symlink_planted_at_a_name_migration_makes_is_never_followed(tmp_path: Path, planted: str) -> None:
     root = tmp_path / "root"
     root.mkdir()
     path = _copy("19-v2-hookMessage.jsonl", root)
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"not yours")
-    (root / f".{path.name}.migrating").symlink_to(outside)
+    link = root / planted.format(name=path.name)
+    link.symlink_to(outside)
     _migrate(path, 2)
     assert outside.read_bytes() == b"not yours"
+    assert link.is_symlink()  # left as it was found
     assert not path.is_symlink() and _version(path) == 3
-    assert (root / f".{path.name}.migrating").is_symlink()  # left as it was found
-    assert not list(root.glob(".*.migrating.*"))
-
-
-def test_a_symlink_planted_at_the_backup_name_is_never_followed(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    path = _copy("19-v2-hookMessage.jsonl", root)
-    outside = tmp_path / "outside.txt"
-    outside.write_bytes(b"not yours")
-    (root / f"{path.name}.v2.bak").symlink_to(outside)
-    _migrate(path, 2)
-    assert outside.read_bytes() == b"not yours"
-    assert (root / f"{path.name}.v2.bak.1").read_bytes() == (PI_QUIRK_CASES / path.name).read_bytes()
+    backups = sorted(root.glob(f"{path.name}.v2.bak*"))
+    assert [b.read_bytes() for b in backups if not b.is_symlink()] == [(PI_QUIRK_CASES / path.name).read_bytes()]
+    assert not [p for p in root.glob(".*.migrating*") if not p.is_symlink()]
