@@ -63,6 +63,16 @@ def _require_file(path: Path, asked: str) -> None:
         raise NotASessionFile(f"{asked} is not a regular file", path=asked)
 
 
+def _realpath(candidate: Path, asked: str) -> Path:
+    """realpath, which raises when a link is swapped for a file between its lstat and readlink."""
+    for _ in range(3):
+        try:
+            return Path(os.path.realpath(candidate))
+        except OSError:
+            continue
+    raise FileNotFound(f"{asked} kept changing while it was being resolved", path=asked)
+
+
 class SessionsRoot:
     """The directory the daemon owns; every path it touches must resolve inside it."""
 
@@ -75,7 +85,7 @@ class SessionsRoot:
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.path / candidate
-        real = Path(os.path.realpath(candidate))
+        real = _realpath(candidate, path)
         if real != self.path and self.path not in real.parents:
             raise PathOutsideRoot(
                 f"{path} is outside the sessions directory {self.path}", path=path, root=str(self.path)

@@ -324,5 +324,5 @@ def test_a_path_swapped_for_a_symlink_while_opening_never_opens_the_outside_file
     finally:
         stop.set()
         thread.join()
-    assert "outside" not in seen
-    assert seen <= {"beside-pi", -32013, -32015}
+    assert "outside" not in seen and "beside-pi" in seen
+    assert -32603 not in seen  # refused or opened, never an internal error

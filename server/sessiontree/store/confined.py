@@ -97,6 +97,8 @@ class Directory:
 def _check_regular(info: os.stat_result, path: Path) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise NotASessionFile(f"{path} is not a regular file", path=str(path))
+    if info.st_nlink == 0:  # removed or renamed over between the open and this check
+        raise FileNotFound(f"{path} was removed while it was being opened", path=str(path))
     if info.st_nlink != 1:
         raise PathOutsideRoot(
             f"{path} has {info.st_nlink} names (hard links), which may lie outside the sessions directory",
