@@ -43,6 +43,18 @@ export interface LogMessage {
   message: string;
 }
 
+/** LSP's work-done progress values, as the daemon sends them for a `workDoneToken`. */
+export type WorkDoneProgress =
+  | { kind: "begin"; title: string; message?: string; percentage?: number; cancellable?: boolean }
+  | { kind: "report"; message?: string; percentage?: number; cancellable?: boolean }
+  | { kind: "end"; message?: string };
+
+/** `$/progress`: how far a request that was given a `workDoneToken` has got. */
+export interface Progress {
+  token: string | number;
+  value: WorkDoneProgress;
+}
+
 export interface ClientOptions {
   /** The daemon command; default from the environment, see `daemonCommand`. */
   command?: string[];
@@ -92,6 +104,7 @@ export class SessionTreeClient {
 
   private readonly didChange = new Emitter<Notifications["session/didChange"]>();
   private readonly logMessage = new Emitter<LogMessage>();
+  private readonly progress = new Emitter<Progress>();
   private exitCode: number | undefined;
 
   private constructor(
@@ -122,6 +135,7 @@ export class SessionTreeClient {
       this.didChange.fire(params),
     );
     connection.onNotification("window/logMessage", (params: LogMessage) => this.logMessage.fire(params));
+    connection.onNotification("$/progress", (params: Progress) => this.progress.fire(params));
     for (const [method, handler] of Object.entries(options.requestHandlers ?? {})) {
       this.onRequest(method, handler);
     }
@@ -237,6 +251,15 @@ export class SessionTreeClient {
   /** `window/logMessage`: the daemon reports each warning of a file it opens this way. */
   get onLogMessage(): Event<LogMessage> {
     return this.logMessage.event;
+  }
+
+  /**
+   * `$/progress` for requests given a `workDoneToken` (`session/list`, and `session/compact` or
+   * `session/navigate` while they wait for a summary): `begin`, `report`s, then `end`, all before
+   * the request's answer.
+   */
+  get onProgress(): Event<Progress> {
+    return this.progress.event;
   }
 
   /**

@@ -7,10 +7,12 @@ export type {
   MethodFunctions,
   MethodName,
   Params,
+  Progress,
   RequestHandler,
   Result,
   SummarizeHandler,
   SummarizeRequest,
+  WorkDoneProgress,
 } from "./client";
 export { daemonCommand, parseCommand } from "./command";
 export { SessionTreeError, type ErrorName } from "./errors";

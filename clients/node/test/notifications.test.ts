@@ -1,9 +1,9 @@
 // Notifications as events: session/didChange when a second daemon appends to the same file,
-// window/logMessage for the warnings of a damaged file.
+// window/logMessage for the warnings of a damaged file, $/progress for a listing.
 import assert from "node:assert/strict";
 import { appendFileSync, readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { type SessionTreeClient } from "../src";
+import { type Progress, type SessionTreeClient } from "../src";
 import { assistant, sandbox, user, waitFor, type Sandbox } from "./support";
 
 describe("notifications", () => {
@@ -53,5 +53,21 @@ describe("notifications", () => {
       ["malformed"],
     );
     assert.ok(readFileSync(created.path, "utf8").includes("this line is not JSON"), "the file is not repaired");
+  });
+
+  it("$/progress reports a listing given a workDoneToken: begin, reports, end, then the answer", async () => {
+    for (const cwd of ["/work/a", "/work/b", "/work/c"]) await writer.create({ cwd });
+    const seen: Progress[] = [];
+    const subscription = watcher.onProgress((progress) => seen.push(progress));
+    const { sessions } = await watcher.list({ workDoneToken: "listing-1" });
+    subscription.dispose();
+    assert.ok(sessions.length >= 3);
+    assert.ok(seen.every((progress) => progress.token === "listing-1"));
+    const kinds = seen.map((progress) => progress.value.kind);
+    assert.equal(kinds[0], "begin");
+    assert.equal(kinds.at(-1), "end");
+    assert.ok(kinds.includes("report"));
+    const last = seen.filter((progress) => progress.value.kind === "report").at(-1)!.value;
+    assert.equal(last.kind === "report" && last.percentage, 100);
   });
 });
