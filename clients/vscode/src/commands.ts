@@ -7,16 +7,19 @@ export interface Ui {
   input(prompt: string, value?: string): Promise<string | undefined>;
   openFile(): Promise<string | undefined>;
   info(message: string): void;
+  /** Runs a task while showing its progress (a notification in VS Code). */
+  progress<T>(title: string, task: (report: (message?: string, percentage?: number) => void) => Promise<T>): Promise<T>;
 }
 
 type Target = EntryItem | string | undefined;
 
 const BROWSE = "Browse…";
+let listings = 0;
 
 /** Open a session: the one given, or one chosen from the daemon's list (or a file dialog). */
 export async function openSession(ui: Ui, view: SessionView, path?: string): Promise<string | undefined> {
   if (path === undefined) {
-    const { sessions } = await view.client.list({});
+    const { sessions } = await listSessions(ui, view);
     const items = [
       ...sessions.map((session) => ({
         label: session.name ?? session.firstMessage,
@@ -32,6 +35,22 @@ export async function openSession(ui: Ui, view: SessionView, path?: string): Pro
   }
   const opened = await view.open(path);
   return opened.sessionId;
+}
+
+/** The daemon's list of every session, its `$/progress` shown while it reads the files. */
+export function listSessions(ui: Ui, view: SessionView) {
+  const client = view.client;
+  const workDoneToken = `sessiontree-list-${++listings}`;
+  return ui.progress("Reading sessions", async (report) => {
+    const subscription = client.onProgress(({ token, value }) => {
+      if (token === workDoneToken && value.kind !== "end") report(value.message, value.percentage);
+    });
+    try {
+      return await client.list({ workDoneToken });
+    } finally {
+      subscription.dispose();
+    }
+  });
 }
 
 /** Move the leaf to an entry: the next message continues from there. */

@@ -1,39 +1,142 @@
 import * as vscode from "vscode";
 import { SessionTreeClient } from "sessiontree-client";
 import * as commands from "./commands";
+import { ContextDocuments } from "./contextDocument";
 import type { EntryItem } from "./model";
 import { SessionView } from "./session";
-import { SessionTreeProvider } from "./treeProvider";
+import { SessionStatus } from "./statusBar";
+import { entryDecorations, SessionTreeProvider } from "./treeProvider";
 
-/** One daemon per window, started when the extension activates (the view is shown or a command runs). */
-let started: Promise<SessionView> | undefined;
+const RESTART = "Restart";
+const SHOW_LOG = "Show Log";
 
-function sessionView(context: vscode.ExtensionContext): Promise<SessionView> {
-  started ??= (async () => {
+class DaemonStopped extends Error {}
+
+/**
+ * One daemon per window, started when the extension activates (the view is shown or a command
+ * runs). If it stops on its own, the user is told, with its last words and a Restart action that
+ * starts a new one and opens the same session in it.
+ */
+class Extension implements vscode.Disposable {
+  private view: SessionView | undefined;
+  private starting: Promise<SessionView> | undefined;
+  private alive = false;
+  private readonly stopping = new WeakSet<SessionTreeClient>();
+  private readonly output = vscode.window.createOutputChannel("Session Tree");
+  private readonly status = new SessionStatus();
+  private readonly documents = new ContextDocuments(() => this.view);
+  private readonly disposables: vscode.Disposable[] = [this.output, this.status, this.documents];
+
+  /** The view over a running daemon: started on first use; an error once the daemon stopped. */
+  sessionView(): Promise<SessionView> {
+    if (this.view !== undefined && this.alive) return Promise.resolve(this.view);
+    if (this.view !== undefined) return Promise.reject(new DaemonStopped("The Session Tree daemon is not running."));
+    this.starting ??= this.startClient()
+      .then((client) => this.createView(client))
+      .finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private createView(client: SessionTreeClient): SessionView {
+    const view = new SessionView(client);
+    const provider = new SessionTreeProvider(view);
+    const tree = vscode.window.createTreeView("sessiontree.tree", { treeDataProvider: provider, showCollapseAll: true });
+    this.disposables.push(
+      view,
+      provider,
+      tree,
+      vscode.window.registerFileDecorationProvider(entryDecorations),
+      view.onDidChange(() => {
+        this.status.show(view);
+        this.documents.changed();
+        tree.message = view.current === undefined ? undefined : view.model?.items.length === 0 ? "The session has no entries yet." : undefined;
+      }),
+    );
+    this.view = view;
+    return view;
+  }
+
+  private async startClient(): Promise<SessionTreeClient> {
     const config = vscode.workspace.getConfiguration("sessiontree");
     const command = config.get<string[]>("command", []);
     const sessionsDir = config.get<string>("sessionsDir", "");
-    const output = vscode.window.createOutputChannel("Session Tree");
     const client = await SessionTreeClient.start({
       ...(command.length > 0 ? { command } : {}),
       ...(sessionsDir ? { sessionsDir } : {}),
-      onStderr: (line) => output.appendLine(line),
+      onStderr: (line) => this.output.appendLine(line),
     });
-    client.onLogMessage((log) => output.appendLine(log.message));
-    const view = new SessionView(client);
-    const provider = new SessionTreeProvider(view);
-    context.subscriptions.push(
-      output,
-      view,
-      provider,
-      vscode.window.registerTreeDataProvider("sessiontree.tree", provider),
-    );
-    return view;
-  })();
-  // A daemon that failed to start (a wrong command setting) is tried again on the next command.
-  started.catch(() => (started = undefined));
-  return started;
+    client.onLogMessage((log) => this.output.appendLine(log.message));
+    this.output.appendLine(`[daemon ${client.pid ?? "?"} started]`);
+    this.alive = true;
+    void client.exited.then((code) => {
+      if (this.stopping.has(client)) return;
+      if (this.view !== undefined && this.view.client !== client) return;
+      this.alive = false;
+      this.crashed(client, code);
+    });
+    return client;
+  }
+
+  private crashed(client: SessionTreeClient, code: number): void {
+    const how = code === -1 ? "was killed" : `exited with code ${code}`;
+    // Its last words, if it had any beyond its log's routine lines (a traceback ends with the error).
+    const last = client.stderrTail.filter((line) => line.trim() && !/ (INFO|DEBUG) /.test(line)).at(-1);
+    this.output.appendLine(`[daemon ${client.pid ?? "?"} ${how}]`);
+    this.status.stopped();
+    void vscode.window
+      .showErrorMessage(`Session Tree: the daemon ${how}.${last ? ` ${last}` : ""}`, RESTART, SHOW_LOG)
+      .then((choice) => this.answer(choice));
+  }
+
+  private answer(choice: string | undefined): void {
+    if (choice === RESTART) void this.restart();
+    else if (choice === SHOW_LOG) this.output.show();
+  }
+
+  /** A new daemon, the same session shown in it. */
+  async restart(): Promise<void> {
+    try {
+      const client = await this.startClient();
+      if (this.view === undefined) {
+        this.createView(client);
+        return;
+      }
+      const old = this.view.client;
+      this.stopping.add(old);
+      await this.view.attach(client);
+      void old.stop().catch(() => undefined);
+    } catch (error) {
+      this.alive = false;
+      this.status.stopped();
+      this.report(error);
+    }
+  }
+
+  report(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    const actions = error instanceof DaemonStopped || !this.alive ? [RESTART, SHOW_LOG] : [];
+    void vscode.window.showErrorMessage(`Session Tree: ${message}`, ...actions).then((choice) => this.answer(choice));
+  }
+
+  async showContext(): Promise<void> {
+    const view = await this.sessionView();
+    const document = await vscode.workspace.openTextDocument(this.documents.uriFor(view.require()));
+    await vscode.window.showTextDocument(document, { preview: false });
+  }
+
+  async stop(): Promise<void> {
+    const client = this.view?.client;
+    if (client === undefined) return;
+    this.stopping.add(client);
+    await client.stop();
+  }
+
+  dispose(): void {
+    for (const disposable of this.disposables.splice(0).reverse()) disposable.dispose();
+  }
 }
+
+let extension: Extension | undefined;
 
 const ui: commands.Ui = {
   pick: (items, placeholder) => Promise.resolve(vscode.window.showQuickPick(items, { placeHolder: placeholder })),
@@ -43,20 +146,41 @@ const ui: commands.Ui = {
     return picked?.[0]?.fsPath;
   },
   info: (message) => void vscode.window.showInformationMessage(message),
+  progress: (title, task) =>
+    Promise.resolve(
+      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Session Tree: ${title}` }, (progress) => {
+        let done = 0;
+        return task((message, percentage) => {
+          const increment = percentage === undefined ? undefined : Math.max(0, percentage - done);
+          if (percentage !== undefined) done = Math.max(done, percentage);
+          progress.report({ ...(message ? { message } : {}), ...(increment ? { increment } : {}) });
+        });
+      }),
+    ),
 };
 
 export function activate(context: vscode.ExtensionContext): void {
+  const ext = new Extension();
+  extension = ext;
   const run =
     (action: (view: SessionView, target?: EntryItem | string) => Promise<unknown>) =>
     async (target?: EntryItem | string | vscode.Uri) => {
       try {
-        const view = await sessionView(context);
+        const view = await ext.sessionView();
         await action(view, target instanceof vscode.Uri ? target.fsPath : target);
       } catch (error) {
-        void vscode.window.showErrorMessage(error instanceof Error ? error.message : String(error));
+        ext.report(error);
       }
     };
+  const guarded = (action: () => Promise<unknown>) => async () => {
+    try {
+      await action();
+    } catch (error) {
+      ext.report(error);
+    }
+  };
   context.subscriptions.push(
+    ext,
     vscode.commands.registerCommand(
       "sessiontree.openSession",
       run((view, target) => commands.openSession(ui, view, typeof target === "string" ? target : undefined)),
@@ -65,13 +189,20 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("sessiontree.label", run((view, target) => commands.label(ui, view, target))),
     vscode.commands.registerCommand("sessiontree.fork", run((view, target) => commands.fork(ui, view, target))),
     vscode.commands.registerCommand("sessiontree.refresh", run((view) => view.refresh())),
+    vscode.commands.registerCommand("sessiontree.showContext", guarded(() => ext.showContext())),
+    vscode.commands.registerCommand("sessiontree.restart", guarded(() => ext.restart())),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("sessiontree")) {
+        void vscode.window
+          .showInformationMessage("Session Tree: restart the daemon to use the new settings.", RESTART)
+          .then((choice) => (choice === RESTART ? ext.restart() : undefined));
+      }
+    }),
   );
   // The view needs its provider before the first command: start the daemon when it is shown.
-  sessionView(context).catch((error: unknown) => {
-    void vscode.window.showErrorMessage(`Session Tree: the daemon did not start: ${String(error)}`);
-  });
+  ext.sessionView().catch((error: unknown) => ext.report(new Error(`the daemon did not start: ${String(error)}`)));
 }
 
-export function deactivate(): Promise<number> | undefined {
-  return started?.then((view) => view.client.stop());
+export function deactivate(): Promise<void> | undefined {
+  return extension?.stop();
 }

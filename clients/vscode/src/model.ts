@@ -30,6 +30,28 @@ export interface BranchItem {
 
 export type Item = EntryItem | BranchItem;
 
+/**
+ * A stretch of a long list (a conversation of thousands of entries, an entry with hundreds of
+ * branches), shown collapsed so that the view asks for, and VS Code draws, only what is opened:
+ * `childrenOf` never returns more than two pages of items, however long the session.
+ */
+export interface RangeItem {
+  kind: "range";
+  /** Unique in the view and stable across refreshes: the list's owner and the bounds. */
+  key: string;
+  list: readonly Item[];
+  start: number;
+  end: number;
+  title: string;
+  /** Holds the item where the path to the leaf leaves this list: shown expanded. */
+  holdsLeaf: boolean;
+}
+
+export type ViewItem = Item | RangeItem;
+
+/** How many items a list shows before the rest goes into ranges. */
+export const PAGE = 200;
+
 export interface Model {
   /** One list for a single root; one branch per root otherwise. */
   items: Item[];
@@ -44,7 +66,11 @@ export function buildModel(tree: TreeResult): Model {
   for (const node of tree.nodes) {
     // The daemon decides what is a root (a null, missing or own parent): depth 0.
     if (node.depth === 0 || node.parentId === null) roots.push(node);
-    else children.set(node.parentId, [...(children.get(node.parentId) ?? []), node]);
+    else {
+      const siblings = children.get(node.parentId);
+      if (siblings === undefined) children.set(node.parentId, [node]);
+      else siblings.push(node);
+    }
   }
   const onPath = leafPath(byId, tree.leafId);
   const entries = new Map<string, EntryItem>();
@@ -125,8 +151,55 @@ export function badges(item: EntryItem): string {
   return parts.join(" ");
 }
 
-/** Children of an item in the view. */
-export function childrenOf(item: Item | undefined, model: Model): Item[] {
-  if (item === undefined) return model.items;
-  return item.kind === "entry" ? item.branches : item.entries;
+/**
+ * Children of an item in the view, a page at a time: a list longer than `page` shows its last
+ * page as it is (where a conversation goes on) and the rest as ranges, each of at most `page`
+ * items or `page` smaller ranges, as VS Code's debugger shows long arrays.
+ */
+export function childrenOf(item: ViewItem | undefined, model: Model, page = PAGE): ViewItem[] {
+  if (item?.kind === "range") return paginate(item.list, item.start, item.end, item.key, page);
+  const list = item === undefined ? model.items : item.kind === "entry" ? item.branches : item.entries;
+  const key = item === undefined ? "root" : item.kind === "entry" ? item.id : `branch:${item.headId}`;
+  if (list.length <= page) return list;
+  const tail = list.length - page;
+  return [...paginate(list, 0, tail, key, page), ...list.slice(tail)];
+}
+
+function paginate(list: readonly Item[], start: number, end: number, key: string, page: number): ViewItem[] {
+  if (end - start <= page) return list.slice(start, end);
+  let size = page;
+  while (Math.ceil((end - start) / size) > page) size *= page;
+  const focus = focusIndex(list);
+  const ranges: RangeItem[] = [];
+  for (let from = start; from < end; from += size) {
+    const to = Math.min(end, from + size);
+    const what = list[from]!.kind === "branch" ? "branches" : "entries";
+    ranges.push({
+      kind: "range",
+      key: `${key}:${from}-${to}`,
+      list,
+      start: from,
+      end: to,
+      title: `${what} ${count(from + 1)}–${count(to)}`,
+      holdsLeaf: focus >= from && focus < to,
+    });
+  }
+  return ranges;
+}
+
+const focusIndexes = new WeakMap<readonly Item[], number>();
+
+/** The last item of a list on the path to the leaf (-1: none): the leaf, or the way to it. */
+function focusIndex(list: readonly Item[]): number {
+  let index = focusIndexes.get(list);
+  if (index === undefined) {
+    index = list.length - 1;
+    while (index >= 0 && !list[index]!.onLeafPath) index--;
+    focusIndexes.set(list, index);
+  }
+  return index;
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
 }

@@ -9,23 +9,39 @@ export interface OpenSession {
 
 /**
  * The session the view shows: opens it in the daemon, subscribes to other writers, and rebuilds
- * the model after every change, ours (commands) or theirs (session/didChange).
+ * the model after every change, ours (commands) or theirs (session/didChange). The daemon can be
+ * replaced (after it stopped): `attach` opens the same file in the new one.
  */
 export class SessionView implements Disposable {
   current: OpenSession | undefined;
   model: Model | undefined;
   private readonly changed = new Emitter<Model | undefined>();
-  private readonly subscription: Disposable;
+  private subscription: Disposable;
 
-  constructor(readonly client: SessionTreeClient) {
-    this.subscription = client.onDidChange((change) => {
-      if (change.sessionId === this.current?.sessionId) void this.refresh();
-    });
+  constructor(public client: SessionTreeClient) {
+    this.subscription = this.follow(client);
   }
 
   /** Fires with the new model after each refresh. */
   get onDidChange(): Event<Model | undefined> {
     return this.changed.event;
+  }
+
+  private follow(client: SessionTreeClient): Disposable {
+    return client.onDidChange((change) => {
+      if (change.sessionId === this.current?.sessionId) void this.refresh().catch(() => undefined);
+    });
+  }
+
+  /** Use another daemon from now on, and show the same session in it. */
+  async attach(client: SessionTreeClient): Promise<void> {
+    this.subscription.dispose();
+    this.client = client;
+    this.subscription = this.follow(client);
+    const previous = this.current;
+    this.current = undefined;
+    if (previous !== undefined) await this.open(previous.path);
+    else await this.refresh();
   }
 
   async open(path: string): Promise<OpenSession> {
@@ -42,7 +58,18 @@ export class SessionView implements Disposable {
 
   async refresh(): Promise<Model | undefined> {
     const session = this.current;
-    this.model = session === undefined ? undefined : buildModel(await this.client.tree({ sessionId: session.sessionId }));
+    if (session === undefined) {
+      this.model = undefined;
+    } else {
+      const [tree, info] = await Promise.all([
+        this.client.tree({ sessionId: session.sessionId }),
+        this.client.info({ sessionId: session.sessionId }),
+      ]);
+      // The name can change under us (another writer's session_info).
+      if (info.name) session.name = info.name;
+      else delete session.name;
+      this.model = buildModel(tree);
+    }
     this.changed.fire(this.model);
     return this.model;
   }

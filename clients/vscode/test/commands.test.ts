@@ -23,6 +23,7 @@ class ScriptedUi implements commands.Ui {
   picks: ((items: { label: string }[]) => number | undefined)[] = [];
   inputs: (string | undefined)[] = [];
   shown: string[] = [];
+  progressShown: { title: string; reports: [string | undefined, number | undefined][] }[] = [];
   async pick<T extends { label: string }>(items: T[]): Promise<T | undefined> {
     const choose = this.picks.shift();
     assert.ok(choose, "the command asked for an unexpected pick");
@@ -38,6 +39,11 @@ class ScriptedUi implements commands.Ui {
   }
   info(message: string): void {
     this.shown.push(message);
+  }
+  async progress<T>(title: string, task: (report: (message?: string, percentage?: number) => void) => Promise<T>): Promise<T> {
+    const shown = { title, reports: [] as [string | undefined, number | undefined][] };
+    this.progressShown.push(shown);
+    return task((message, percentage) => shown.reports.push([message, percentage]));
   }
 }
 
@@ -87,6 +93,16 @@ describe("extension commands", () => {
       [...view.model!.entries.keys()].slice(0, 3),
       ids,
     );
+    assert.equal(view.current?.name, "Demo");
+  });
+
+  it("shows the daemon's $/progress while it lists the sessions", async () => {
+    ui.progressShown = [];
+    ui.picks.push(() => undefined); // Escape
+    assert.equal(await commands.openSession(ui, view), undefined);
+    assert.equal(ui.progressShown.length, 1);
+    assert.equal(ui.progressShown[0]!.title, "Reading sessions");
+    assert.deepEqual(ui.progressShown[0]!.reports.at(-1), ["1/1", 100]);
   });
 
   it("switches branch from a tree item, and appends then go there", async () => {
@@ -121,20 +137,21 @@ describe("extension commands", () => {
 
   it("updates live when another process appends", async () => {
     const { sessionId } = view.require();
-    const updated = new Promise<void>((done) => {
-      const subscription = view.onDidChange((model) => {
-        if (model?.entries.has(appendedId ?? "")) {
-          subscription.dispose();
-          done();
-        }
-      });
-    });
     let appendedId: string | undefined;
+    const has = (model = view.model) => appendedId !== undefined && model?.entries.has(appendedId) === true;
+    // The change may arrive before or after the other daemon's answer: either order is awaited.
+    let settle: () => void = () => undefined;
+    const updated = new Promise<void>((done) => (settle = done));
+    const subscription = view.onDidChange((model) => {
+      if (has(model ?? undefined)) settle();
+    });
     const opened = await other.open({ path });
     // The other daemon has its own leaf (it created the session); it continues ours explicitly.
     const parentId = view.model!.leafId;
     appendedId = (await other.append({ sessionId: opened.sessionId, entry: message("assistant", "From elsewhere"), parentId })).id;
+    if (has()) settle();
     await updated;
+    subscription.dispose();
     assert.equal(view.model!.entries.get(appendedId)!.isLeaf, true, "it continued our leaf, so the leaf followed");
     assert.equal(view.current?.sessionId, sessionId);
   });

@@ -3,7 +3,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { TreeNode, TreeResult } from "sessiontree-client";
-import { badges, buildModel, childrenOf, describe as describeNode, type BranchItem, type EntryItem } from "../src/model";
+import {
+  badges,
+  buildModel,
+  childrenOf,
+  describe as describeNode,
+  PAGE,
+  type EntryItem,
+  type RangeItem,
+  type ViewItem,
+} from "../src/model";
 
 function node(id: string, parentId: string | null, depth: number, childCount: number, extra: Partial<TreeNode> = {}): TreeNode {
   return { id, parentId, type: "message", timestamp: "2025-01-01T00:00:00.000Z", depth, childCount, role: "user", preview: id, ...extra };
@@ -13,8 +22,13 @@ function tree(leafId: string | null, ...nodes: TreeNode[]): TreeResult {
   return { leafId, nodes, warnings: [] };
 }
 
-const ids = (items: { kind: string }[]) =>
-  items.map((item) => (item.kind === "entry" ? (item as EntryItem).id : `branch:${(item as BranchItem).headId}`));
+const ids = (items: readonly ViewItem[]) =>
+  items.map((item) =>
+    item.kind === "entry" ? item.id : item.kind === "branch" ? `branch:${item.headId}` : `range:${item.start}-${item.end}`,
+  );
+
+/** A linear session n entries long: n0 ← n1 ← … ← n(n-1). */
+const chain = (n: number) => Array.from({ length: n }, (_, i) => node(`n${i}`, i === 0 ? null : `n${i - 1}`, i, i === n - 1 ? 0 : 1));
 
 describe("tree model", () => {
   it("shows a linear conversation as one flat list", () => {
@@ -67,9 +81,49 @@ describe("tree model", () => {
   });
 
   it("handles a very deep session without recursion", () => {
-    const nodes = Array.from({ length: 100_000 }, (_, i) => node(`n${i}`, i === 0 ? null : `n${i - 1}`, i, i === 99_999 ? 0 : 1));
-    const model = buildModel(tree("n99999", ...nodes));
+    const model = buildModel(tree("n99999", ...chain(100_000)));
     assert.equal(model.items.length, 100_000);
+  });
+
+  it("shows a long list a page at a time: the last page as it is, the rest in ranges", () => {
+    const model = buildModel(tree("n99999", ...chain(100_000)));
+    const top = childrenOf(undefined, model);
+    // 99,800 earlier entries in ranges of PAGE² = 40,000, then the last page.
+    assert.deepEqual(ids(top.slice(0, 3)), ["range:0-40000", "range:40000-80000", "range:80000-99800"]);
+    assert.deepEqual(ids(top.slice(3)), Array.from({ length: PAGE }, (_, i) => `n${99_800 + i}`));
+    const first = top[0] as RangeItem;
+    assert.equal(first.title, "entries 1–40,000");
+    assert.equal(first.holdsLeaf, false);
+    const pages = childrenOf(first, model);
+    assert.equal(pages.length, PAGE);
+    assert.deepEqual(ids(pages.slice(0, 2)), ["range:0-200", "range:200-400"]);
+    assert.deepEqual(ids(childrenOf(pages[1], model)), Array.from({ length: PAGE }, (_, i) => `n${200 + i}`));
+    // Every list the view can open is at most two pages long.
+    const short = buildModel(tree("n2", ...chain(PAGE)));
+    assert.equal(childrenOf(undefined, short).length, PAGE);
+  });
+
+  it("expands the ranges that hold the leaf", () => {
+    const model = buildModel(tree("n1234", ...chain(100_000)));
+    const top = childrenOf(undefined, model) as RangeItem[];
+    assert.deepEqual(
+      top.slice(0, 3).map((range) => range.holdsLeaf),
+      [true, false, false],
+    );
+    const page = (childrenOf(top[0], model) as RangeItem[]).filter((range) => range.holdsLeaf);
+    assert.deepEqual(ids(page), ["range:1200-1400"]);
+    assert.equal((childrenOf(page[0], model)[34] as EntryItem).isLeaf, true);
+  });
+
+  it("pages the branches of an entry with many children", () => {
+    const children = Array.from({ length: 450 }, (_, i) => node(`c${i}`, "root", 1, 0));
+    const model = buildModel(tree("c7", node("root", null, 0, 450), ...children));
+    const root = model.items[0] as EntryItem;
+    const shown = childrenOf(root, model);
+    assert.deepEqual(ids(shown.slice(0, 2)), ["range:0-200", "range:200-250"]);
+    assert.equal((shown[0] as RangeItem).title, "branches 1–200");
+    assert.equal((shown[0] as RangeItem).holdsLeaf, true);
+    assert.equal(shown.length, 2 + PAGE);
   });
 
   it("describes entries and shows labels and the leaf", () => {
