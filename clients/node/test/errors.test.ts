@@ -75,12 +75,12 @@ describe("errors", () => {
     await rejects(client.create({ cwd: "/work/errors", id: "errors-session" }), "SessionExists");
   });
 
-  it("StorageError when another program rewrote the file shorter", async () => {
+  it("FileReplaced when another program rewrote the file shorter", async () => {
     const { sessionId: other, path: otherPath } = await client.create({ cwd: "/work/errors" });
     await client.append({ sessionId: other, entry: user("a long first message that will be cut") });
     const header = readFileSync(otherPath, "utf8").split("\n")[0];
     writeFileSync(otherPath, `${header}\n`);
-    await rejects(client.append({ sessionId: other, entry: user("y") }), "StorageError");
+    await rejects(client.append({ sessionId: other, entry: user("y") }), "FileReplaced");
   });
 
   it("SummarizerUnavailable without a summarize handler, NothingToCompact on an empty path", async () => {
