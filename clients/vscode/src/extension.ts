@@ -41,15 +41,24 @@ class Extension implements vscode.Disposable {
     const view = new SessionView(client);
     const provider = new SessionTreeProvider(view);
     const tree = vscode.window.createTreeView("sessiontree.tree", { treeDataProvider: provider, showCollapseAll: true });
+    let revealed: string | undefined;
     this.disposables.push(
       view,
       provider,
       tree,
       vscode.window.registerFileDecorationProvider(entryDecorations),
-      view.onDidChange(() => {
+      view.onDidChange((model) => {
         this.status.show(view);
         this.documents.changed();
-        tree.message = view.current === undefined ? undefined : view.model?.items.length === 0 ? "The session has no entries yet." : undefined;
+        tree.message = view.current !== undefined && model?.items.length === 0 ? "The session has no entries yet." : undefined;
+        // Where the leaf went (a session opened, a branch switched, another writer went on), the
+        // view scrolls to it: the end of a long conversation, or deep in a range.
+        const leaf = model?.leafId ? model.entries.get(model.leafId) : undefined;
+        const key = `${view.current?.sessionId} ${model?.leafId}`;
+        if (leaf !== undefined && key !== revealed && tree.visible) {
+          revealed = key;
+          tree.reveal(leaf, { select: false, focus: false }).then(undefined, () => undefined);
+        }
       }),
     );
     this.view = view;

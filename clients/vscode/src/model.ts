@@ -1,11 +1,14 @@
 import type { TreeNode, TreeResult } from "sessiontree-client";
 
 /**
- * What the view shows, without VS Code. The daemon's tree is flat (depth-first, with depths);
- * nesting every entry under its parent would bury a long conversation a hundred levels deep,
- * so, as in pi's own tree, a chain of single children is shown as one list and nesting happens
- * only where the conversation branches: an entry with several children holds one branch item
- * per child, and each branch holds the list of entries that follows.
+ * What the view shows, without VS Code. The daemon's tree is flat (depth-first, with depths).
+ * Nesting every entry under its parent would bury a long conversation a hundred levels deep, and
+ * nesting every branch under its branch point would do the same to a session that branched a
+ * thousand times. So the view is a list that follows one line of the conversation: from a root,
+ * through each entry's child toward the leaf (or, off the leaf's path, its newest child), to the
+ * end. The path to the leaf is therefore the top-level list, whatever the depth. An entry with
+ * several children holds one branch item for each child the line does not follow, and each
+ * branch is in turn a list that follows its own line.
  */
 export interface EntryItem {
   kind: "entry";
@@ -15,8 +18,11 @@ export interface EntryItem {
   isLeaf: boolean;
   /** On the path from a root to the leaf: what the model sees. */
   onLeafPath: boolean;
-  /** Non-empty at a branch point: one branch per child. */
+  /** Non-empty at a branch point: one branch per child that the list does not go on with. */
   branches: BranchItem[];
+  /** The branch whose list holds it (undefined: the top-level list), and where in that list. */
+  owner: BranchItem | undefined;
+  index: number;
 }
 
 export interface BranchItem {
@@ -26,6 +32,9 @@ export interface BranchItem {
   title: string;
   onLeafPath: boolean;
   entries: EntryItem[];
+  /** The branch point that holds it (undefined: another root, in the top-level list), and where. */
+  owner: EntryItem | undefined;
+  index: number;
 }
 
 export type Item = EntryItem | BranchItem;
@@ -45,6 +54,8 @@ export interface RangeItem {
   title: string;
   /** Holds the item where the path to the leaf leaves this list: shown expanded. */
   holdsLeaf: boolean;
+  /** The item or range it is shown in (undefined: the top level). */
+  parent: ViewItem | undefined;
 }
 
 export type ViewItem = Item | RangeItem;
@@ -86,40 +97,56 @@ export function buildModel(tree: TreeResult): Model {
       isLeaf: node.id === tree.leafId,
       onLeafPath: onPath.has(node.id),
       branches: [],
+      owner: undefined,
+      index: 0,
     };
     entries.set(node.id, item);
     return item;
   };
 
-  // A run: the head and its single-child successors; the last one may branch. Iterative, so a
-  // session 100,000 entries deep does not exhaust the stack.
-  const run = (head: TreeNode): EntryItem[] => {
+  /** Which of several children (or roots) a line goes on with: toward the leaf, else the newest. */
+  const follow = (nodes: TreeNode[]): number => {
+    const toLeaf = nodes.findIndex((node) => onPath.has(node.id));
+    return toLeaf >= 0 ? toLeaf : nodes.length - 1;
+  };
+  const others = (nodes: TreeNode[], followed: number) => nodes.filter((_, index) => index !== followed);
+
+  // A line: the head, then the followed child of each entry, to the end. Iterative, so a session
+  // 100,000 entries deep does not exhaust the stack.
+  const line = (head: TreeNode): EntryItem[] => {
     const list: EntryItem[] = [];
     for (let node: TreeNode | undefined = head; node !== undefined; ) {
       const item = entry(node);
+      item.index = list.length;
       list.push(item);
       const next: TreeNode[] = children.get(node.id) ?? [];
-      if (next.length === 1) {
-        node = next[0];
-      } else {
-        pending.push([item, next]);
-        node = undefined;
-      }
+      const followed = follow(next);
+      if (next.length > 1) pending.push([item, others(next, followed)]);
+      node = next[followed];
     }
     return list;
   };
-  const branch = (head: TreeNode): BranchItem => ({
-    kind: "branch",
-    headId: head.id,
-    title: describe(head),
-    onLeafPath: onPath.has(head.id),
-    entries: run(head),
-  });
+  const branch = (head: TreeNode, index: number, owner?: EntryItem): BranchItem => {
+    const item: BranchItem = {
+      kind: "branch",
+      headId: head.id,
+      title: describe(head),
+      onLeafPath: onPath.has(head.id),
+      entries: line(head),
+      owner,
+      index,
+    };
+    for (const entry of item.entries) entry.owner = item;
+    return item;
+  };
 
-  const items: Item[] = roots.length === 1 ? run(roots[0]!) : roots.map(branch);
+  // Several roots (a damaged file, or entries appended as new roots): the others are branches.
+  const main = follow(roots);
+  const items: Item[] = roots.length === 0 ? [] : line(roots[main]!);
+  for (const root of others(roots, main)) items.push(branch(root, items.length));
   while (pending.length > 0) {
-    const [item, next] = pending.pop()!;
-    item.branches = next.map(branch);
+    const [item, heads] = pending.pop()!;
+    item.branches = heads.map((head, index) => branch(head, index, item));
   }
   return { items, leafId: tree.leafId, entries };
 }
@@ -157,16 +184,43 @@ export function badges(item: EntryItem): string {
  * items or `page` smaller ranges, as VS Code's debugger shows long arrays.
  */
 export function childrenOf(item: ViewItem | undefined, model: Model, page = PAGE): ViewItem[] {
-  if (item?.kind === "range") return paginate(item.list, item.start, item.end, item.key, page);
-  const list = item === undefined ? model.items : item.kind === "entry" ? item.branches : item.entries;
-  const key = item === undefined ? "root" : item.kind === "entry" ? item.id : `branch:${item.headId}`;
-  if (list.length <= page) return list;
+  if (item?.kind === "range") return paginate(item.list, item.start, item.end, item, page);
+  const list = listOf(item, model);
+  if (list.length <= page) return list.slice();
   const tail = list.length - page;
-  return [...paginate(list, 0, tail, key, page), ...list.slice(tail)];
+  return [...paginate(list, 0, tail, item, page), ...list.slice(tail)];
 }
 
-function paginate(list: readonly Item[], start: number, end: number, key: string, page: number): ViewItem[] {
+/**
+ * The item or range an item is shown in (undefined: the top level), as `childrenOf` shows it:
+ * what VS Code needs to reveal an item, such as the leaf, deep in a long list.
+ */
+export function parentOf(item: ViewItem, model: Model, page = PAGE): ViewItem | undefined {
+  if (item.kind === "range") return item.parent;
+  const owner = item.owner;
+  const list = listOf(owner, model);
+  if (list.length <= page || item.index >= list.length - page) return owner;
+  let parent: ViewItem | undefined = owner;
+  let [start, end] = [0, list.length - page];
+  while (end - start > page) {
+    const range: RangeItem = (paginate(list, start, end, parent, page) as RangeItem[]).find((r) => r.start <= item.index && item.index < r.end)!;
+    [parent, start, end] = [range, range.start, range.end];
+  }
+  return parent;
+}
+
+function listOf(item: EntryItem | BranchItem | undefined, model: Model): readonly Item[] {
+  return item === undefined ? model.items : item.kind === "entry" ? item.branches : item.entries;
+}
+
+function keyOf(item: ViewItem | undefined): string {
+  if (item === undefined) return "root";
+  return item.kind === "range" ? item.key : item.kind === "entry" ? item.id : `branch:${item.headId}`;
+}
+
+function paginate(list: readonly Item[], start: number, end: number, parent: ViewItem | undefined, page: number): ViewItem[] {
   if (end - start <= page) return list.slice(start, end);
+  const key = keyOf(parent);
   let size = page;
   while (Math.ceil((end - start) / size) > page) size *= page;
   const focus = focusIndex(list);
@@ -182,6 +236,7 @@ function paginate(list: readonly Item[], start: number, end: number, key: string
       end: to,
       title: `${what} ${count(from + 1)}–${count(to)}`,
       holdsLeaf: focus >= from && focus < to,
+      parent,
     });
   }
   return ranges;

@@ -1,5 +1,5 @@
 import * as vscode from "vscode";
-import { badges, childrenOf, type ViewItem } from "./model";
+import { badges, childrenOf, parentOf, type ViewItem } from "./model";
 import type { SessionView } from "./session";
 
 const ENTRY_SCHEME = "sessiontree-entry";
@@ -32,6 +32,10 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<ViewItem>, v
     return this.view.model === undefined ? [] : childrenOf(item, this.view.model);
   }
 
+  getParent(item: ViewItem): ViewItem | undefined {
+    return this.view.model === undefined ? undefined : parentOf(item, this.view.model);
+  }
+
   getTreeItem(item: ViewItem): vscode.TreeItem {
     const { Expanded, Collapsed, None } = vscode.TreeItemCollapsibleState;
     if (item.kind === "range") {
@@ -46,6 +50,10 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<ViewItem>, v
     if (item.kind === "branch") {
       const tree = new vscode.TreeItem(item.title, item.onLeafPath ? Expanded : Collapsed);
       tree.id = `branch:${item.headId}`;
+      const size = count(item.entries.length, "entry", "entries");
+      tree.description = size;
+      tree.tooltip = `A branch of ${size}, from ${item.headId}`;
+      tree.accessibilityInformation = { label: `${item.title} (branch of ${size})` };
       tree.iconPath = new vscode.ThemeIcon("git-branch");
       tree.contextValue = "branch";
       return tree;
@@ -69,4 +77,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<ViewItem>, v
     this.subscription.dispose();
     this.changed.dispose();
   }
+}
+
+function count(n: number, one: string, many: string): string {
+  return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 }
