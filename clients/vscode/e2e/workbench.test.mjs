@@ -47,6 +47,10 @@ describe("the extension in a real VS Code workbench", () => {
         "sessiontree.command": [DAEMON, "serve"],
         "sessiontree.sessionsDir": sessionsDir,
         "editor.minimap.enabled": false,
+        // The last test types into settings.json: typed text as it is typed.
+        "editor.autoClosingBrackets": "never",
+        "editor.autoClosingQuotes": "never",
+        "editor.autoIndent": "none",
       },
       viewport: { width: 1280, height: 600 },
     });
@@ -190,5 +194,41 @@ describe("the extension in a real VS Code workbench", () => {
     const [restarted] = daemonsFor(sessionsDir);
     assert.ok(restarted && restarted !== pid);
     await row(last).waitFor();
+  });
+
+  step("asks to restart after a settings change; a daemon that cannot start is reported, the old one kept", async () => {
+    const settingsFile = join(workbench.userData, "User", "settings.json");
+    const settings = JSON.parse(readFileSync(settingsFile, "utf8"));
+    const [running] = daemonsFor(sessionsDir);
+    // As a person does it: the command palette, settings.json, Save; then the extension asks.
+    const changeSettings = async (changed) => {
+      await page.keyboard.press("F1");
+      await page.locator(".quick-input-widget input:visible").fill(">Preferences: Open User Settings (JSON)");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "Open User Settings (JSON)" }).first().click();
+      const editor = page.locator(".editor-instance .view-lines").first();
+      await until("settings.json", async () => (await editor.innerText()).includes("sessiontree.sessionsDir"), 15_000);
+      await editor.click();
+      await page.keyboard.press("Control+A");
+      await page.keyboard.press("Delete");
+      await page.keyboard.insertText(JSON.stringify(changed));
+      await page.keyboard.press("Control+S");
+      await until("the file saved", async () => readFileSync(settingsFile, "utf8") === JSON.stringify(changed), 15_000);
+      const asked = page.locator(".notification-toast", { hasText: "restart the daemon to use the new settings" });
+      await asked.waitFor();
+      await asked.getByRole("button", { name: "Restart" }).click();
+    };
+    await changeSettings({ ...settings, "sessiontree.command": [join(dir, "no-such-daemon"), "serve"] });
+    const failed = page.locator(".notification-toast", { hasText: "the daemon did not start" });
+    await failed.waitFor();
+    assert.match(await failed.innerText(), /no-such-daemon/);
+    assert.deepEqual(daemonsFor(sessionsDir), [running], "the running daemon is kept");
+    assert.equal((await status().innerText()).trim(), `${NAME} · leaf ${lines().at(-1).id}`);
+
+    await changeSettings(settings);
+    await until("a new daemon", async () => {
+      const pids = daemonsFor(sessionsDir);
+      return pids.length === 1 && pids[0] !== running;
+    }, 30_000);
+    await until("the session in it", async () => (await status().innerText()).trim() === `${NAME} · leaf ${lines().at(-1).id}`, 30_000);
   });
 });

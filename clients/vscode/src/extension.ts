@@ -1,4 +1,5 @@
 import * as vscode from "vscode";
+import { basename } from "node:path";
 import { SessionTreeClient } from "sessiontree-client";
 import * as commands from "./commands";
 import { ContextDocuments } from "./contextDocument";
@@ -20,7 +21,8 @@ class DaemonStopped extends Error {}
 class Extension implements vscode.Disposable {
   private view: SessionView | undefined;
   private starting: Promise<SessionView> | undefined;
-  private alive = false;
+  /** Daemons that exited, and those we stopped ourselves (their exit is no news). */
+  private readonly exited = new WeakSet<SessionTreeClient>();
   private readonly stopping = new WeakSet<SessionTreeClient>();
   private readonly output = vscode.window.createOutputChannel("Session Tree");
   private readonly status = new SessionStatus();
@@ -29,10 +31,13 @@ class Extension implements vscode.Disposable {
 
   /** The view over a running daemon: started on first use; an error once the daemon stopped. */
   sessionView(): Promise<SessionView> {
-    if (this.view !== undefined && this.alive) return Promise.resolve(this.view);
+    if (this.view !== undefined && !this.exited.has(this.view.client)) return Promise.resolve(this.view);
     if (this.view !== undefined) return Promise.reject(new DaemonStopped("The Session Tree daemon is not running."));
     this.starting ??= this.startClient()
       .then((client) => this.createView(client))
+      .catch((error: unknown) => {
+        throw new DaemonStopped(`the daemon did not start: ${error instanceof Error ? error.message : String(error)}`);
+      })
       .finally(() => (this.starting = undefined));
     return this.starting;
   }
@@ -51,6 +56,7 @@ class Extension implements vscode.Disposable {
         this.status.show(view);
         this.documents.changed();
         tree.message = view.current !== undefined && model?.items.length === 0 ? "The session has no entries yet." : undefined;
+        tree.description = view.current === undefined ? undefined : (view.current.name ?? basename(view.current.path, ".jsonl"));
         // Where the leaf went (a session opened, a branch switched, another writer went on), the
         // view scrolls to it: the end of a long conversation, or deep in a range.
         const leaf = model?.leafId ? model.entries.get(model.leafId) : undefined;
@@ -76,11 +82,10 @@ class Extension implements vscode.Disposable {
     });
     client.onLogMessage((log) => this.output.appendLine(log.message));
     this.output.appendLine(`[daemon ${client.pid ?? "?"} started]`);
-    this.alive = true;
     void client.exited.then((code) => {
+      this.exited.add(client);
       if (this.stopping.has(client)) return;
       if (this.view !== undefined && this.view.client !== client) return;
-      this.alive = false;
       this.crashed(client, code);
     });
     return client;
@@ -104,26 +109,34 @@ class Extension implements vscode.Disposable {
 
   /** A new daemon, the same session shown in it. */
   async restart(): Promise<void> {
+    let client: SessionTreeClient;
     try {
-      const client = await this.startClient();
-      if (this.view === undefined) {
-        this.createView(client);
-        return;
-      }
-      const old = this.view.client;
-      this.stopping.add(old);
-      await this.view.attach(client);
-      void old.stop().catch(() => undefined);
+      client = await this.startClient();
     } catch (error) {
-      this.alive = false;
-      this.status.stopped();
+      this.report(new DaemonStopped(`the daemon did not start: ${error instanceof Error ? error.message : String(error)}`));
+      return;
+    }
+    const view = this.view;
+    if (view === undefined) {
+      this.createView(client);
+      return;
+    }
+    const old = view.client;
+    this.stopping.add(old);
+    try {
+      await view.attach(client); // the same session, in the new daemon
+    } catch (error) {
       this.report(error);
+    } finally {
+      void old.stop().catch(() => undefined);
+      this.status.show(view);
     }
   }
 
   report(error: unknown): void {
     const message = error instanceof Error ? error.message : String(error);
-    const actions = error instanceof DaemonStopped || !this.alive ? [RESTART, SHOW_LOG] : [];
+    const stopped = error instanceof DaemonStopped || (this.view !== undefined && this.exited.has(this.view.client));
+    const actions = stopped ? [RESTART, SHOW_LOG] : [];
     void vscode.window.showErrorMessage(`Session Tree: ${message}`, ...actions).then((choice) => this.answer(choice));
   }
 
@@ -209,7 +222,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
   );
   // The view needs its provider before the first command: start the daemon when it is shown.
-  ext.sessionView().catch((error: unknown) => ext.report(new Error(`the daemon did not start: ${String(error)}`)));
+  ext.sessionView().catch((error: unknown) => ext.report(error));
 }
 
 export function deactivate(): Promise<void> | undefined {
