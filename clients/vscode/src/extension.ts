@@ -21,8 +21,9 @@ class DaemonStopped extends Error {}
 class Extension implements vscode.Disposable {
   private view: SessionView | undefined;
   private starting: Promise<SessionView> | undefined;
-  /** Daemons that exited, and those we stopped ourselves (their exit is no news). */
+  /** Daemons that have exited. */
   private readonly exited = new WeakSet<SessionTreeClient>();
+  /** Daemons we stopped ourselves: their exit is no news. */
   private readonly stopping = new WeakSet<SessionTreeClient>();
   private readonly output = vscode.window.createOutputChannel("Session Tree");
   private readonly status = new SessionStatus();
@@ -109,6 +110,11 @@ class Extension implements vscode.Disposable {
 
   /** A new daemon, the same session shown in it. */
   async restart(): Promise<void> {
+    if (this.view === undefined) {
+      // Never started (or the first start failed): start as the view would.
+      await this.sessionView().catch((error: unknown) => this.report(error));
+      return;
+    }
     let client: SessionTreeClient;
     try {
       client = await this.startClient();
@@ -117,10 +123,6 @@ class Extension implements vscode.Disposable {
       return;
     }
     const view = this.view;
-    if (view === undefined) {
-      this.createView(client);
-      return;
-    }
     const old = view.client;
     this.stopping.add(old);
     try {
