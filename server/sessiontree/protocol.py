@@ -108,6 +108,15 @@ class TreeParams:
 
 
 @attrs.define
+class TreeViewParams:
+    session_id: str
+    offset: int = 0
+    limit: int = 200
+    reveal: str | None = None
+    run: str | None = None
+
+
+@attrs.define
 class EntriesParams:
     session_id: str
     ids: list[str] | None = None
@@ -349,6 +358,35 @@ class TreeNodes(list[TreeNode]):
 
 
 @attrs.define
+class TreeRun:
+    count: int
+    last_id: str
+
+
+@attrs.define
+class TreeRow:
+    id: str
+    type: str
+    indent: int
+    timestamp: str
+    preview: str | None
+    role: str | None = None
+    label: str | None = None
+    children: int | None = None
+    run: TreeRun | None = None
+    on_leaf_path: bool | None = None
+    leaf: bool | None = None
+
+
+@attrs.define
+class TreeViewResult:
+    leaf_id: str | None
+    total: int
+    offset: int
+    rows: list[TreeRow]
+
+
+@attrs.define
 class TreeResult:
     leaf_id: str | None
     nodes: list[TreeNode]
@@ -505,6 +543,7 @@ METHODS: Final[dict[str, MethodTypes]] = {
     ),
     "session/navigate": MethodTypes(NavigateParams, CommitBranchSummaryResult, "Move the leaf, the client summarising."),
     "session/tree": MethodTypes(TreeParams, TreeResult, "Every entry as a flat depth-first tree."),
+    "session/treeView": MethodTypes(TreeViewParams, TreeViewResult, "The tree folded, a page of rows at a time."),
     "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
     "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),

@@ -41,6 +41,7 @@ from .store import (
 from .store import confined
 from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
+from .tree.folded import FoldedTree, Row, Shape, row_of
 from .tree.fork import branched_plan, whole_plan
 from .tree.preview import preview_of_line
 
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 ChangeListener = Callable[[protocol.DidChangeParams], None]
+MAX_TREE_ROWS = 2000  # rows in one session/treeView page
 _OPEN_TRIES = 3  # a file replaced while being opened (a migration) is opened again, so often
 
 
@@ -70,6 +72,8 @@ class OpenSession:
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
         self._tree: tuple[int, protocol.TreeNodes, list[Warning]] | None = None  # (index version, ...)
+        self._shape = Shape()  # where the parents column departs from seq - 1, extended as entries arrive
+        self._folded: tuple[tuple[int, str | None], FoldedTree] | None = None  # (index version, leaf)
         self.context_window: int | None = None  # registered with session/configure, for advice
         self.compaction_settings = protocol.CompactionSettings()
 
@@ -107,6 +111,14 @@ class OpenSession:
             nodes = protocol.TreeNodes(flat_tree(self.session.index, self.preview, warnings))
             self._tree = (version, nodes, warnings)
         return self._tree[1], self._tree[2]
+
+    def folded(self) -> FoldedTree:
+        """The folded tree, made again only when an entry was added or the leaf moved."""
+        index = self.session.index
+        key = (index.version, index.leaf_id)
+        if self._folded is None or self._folded[0] != key:
+            self._folded = (key, FoldedTree(index, self._shape))
+        return self._folded[1]
 
     def preview(self, seq: int) -> str | None:
         index = self.session.index
@@ -426,6 +438,25 @@ class SessionService:
         nodes, warnings = opened.tree()
         return protocol.TreeResult(opened.session.index.leaf_id, nodes, list(warnings))
 
+    def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
+        if params.offset < 0:
+            raise InvalidParams("offset must not be negative", field="offset")
+        if not 1 <= params.limit <= MAX_TREE_ROWS:
+            raise InvalidParams(f"limit must be 1 to {MAX_TREE_ROWS}", field="limit")
+        if params.run is not None and params.reveal is not None:
+            raise InvalidParams("send at most one of run and reveal", field="run")
+        opened = self._synced(params.session_id)
+        session, folded = opened.session, opened.folded()
+        rows, offset, limit = folded.rows, params.offset, params.limit
+        if params.run is not None:
+            run = _run_row(folded, session.require(params.run, "run").seq)
+            rows = [Row(seq, seq, run.indent) for seq in range(run.first, run.last + 1)]
+        elif params.reveal is not None:
+            position = folded.find(session.require(params.reveal, "reveal").seq)
+            offset = 0 if position is None else position - position % limit  # the page that shows it
+        page = [row_of(folded, row, opened.preview) for row in rows[offset : offset + limit]]
+        return protocol.TreeViewResult(session.index.leaf_id, len(rows), offset, page)
+
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)
         session = opened.session
@@ -484,6 +515,14 @@ class SessionService:
         opened = self._get(session_id)
         opened.sync()
         return opened
+
+
+def _run_row(folded: FoldedTree, seq: int) -> Row:
+    position = folded.find(seq)
+    row = folded.rows[position] if position is not None else None
+    if row is None or not row.is_run or row.first != seq:
+        raise InvalidParams("run must be the id of a run row (its first entry)", field="run")
+    return row
 
 
 def _append_result(written: list[Appended], leaf_id: str | None) -> AppendResult:

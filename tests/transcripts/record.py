@@ -273,6 +273,8 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/append", {"sessionId": sid, "entry": user("A new root.", 2000), "parentId": None})
     d.result("session/label", {"sessionId": sid, "targetId": first})  # clears
     d.result("session/tree", {"sessionId": sid})
+    view = d.result("session/treeView", {"sessionId": sid, "limit": 3})
+    d.result("session/treeView", {"sessionId": sid, "offset": 3, "limit": 3, "reveal": view["leafId"]})
     forked = d.result("session/fork", {"sessionId": sid, "entryId": answer})
     d.result("session/fork", {"sessionId": sid, "cwd": "/work/other"})
     d.result("session/info", {"sessionId": sid})
@@ -445,6 +447,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     first = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello")})["id"]
     call("session/context", "session/context", {"sessionId": sid})
     call("session/tree", "session/tree", {"sessionId": sid})
+    call("session/treeView", "session/treeView", {"sessionId": sid, "limit": 50})
     call("session/entries", "session/entries", {"sessionId": sid, "since": None, "limit": 10})
     call("session/branch", "session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried another way."})
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})

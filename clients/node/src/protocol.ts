@@ -369,6 +369,40 @@ export interface TreeResult {
   warnings: Warning[];
 }
 
+export interface TreeRow {
+  id: string;
+  type: string;
+  indent: number;
+  timestamp: string;
+  preview: string | null;
+  role?: string;
+  label?: string;
+  children?: number;
+  run?: TreeRun;
+  onLeafPath?: boolean;
+  leaf?: boolean;
+}
+
+export interface TreeRun {
+  count: number;
+  lastId: string;
+}
+
+export interface TreeViewParams {
+  sessionId: string;
+  offset?: number;
+  limit?: number;
+  reveal?: string | null;
+  run?: string | null;
+}
+
+export interface TreeViewResult {
+  leafId: string | null;
+  total: number;
+  offset: number;
+  rows: TreeRow[];
+}
+
 /** Something odd found in a file: reported, never repaired by deleting data. */
 export interface Warning {
   kind: string;
@@ -401,6 +435,7 @@ export interface Methods {
   "session/setName": { params: SetNameParams; result: AppendResult };
   "session/subscribe": { params: SessionParams; result: SubscribeResult };
   "session/tree": { params: TreeParams; result: TreeResult };
+  "session/treeView": { params: TreeViewParams; result: TreeViewResult };
   "session/unsubscribe": { params: SessionParams; result: null };
 }
 
@@ -414,7 +449,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/subscribe","session/tree","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 
