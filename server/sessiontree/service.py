@@ -447,15 +447,17 @@ class SessionService:
             raise InvalidParams("send at most one of run and reveal", field="run")
         opened = self._synced(params.session_id)
         session, folded = opened.session, opened.folded()
-        rows, offset, limit = folded.rows, params.offset, params.limit
-        if params.run is not None:
+        offset, limit, leaf = params.offset, params.limit, session.index.leaf_id
+        if params.run is not None:  # a run is consecutive entries: its page is a slice of seqs
             run = _run_row(folded, session.require(params.run, "run").seq)
-            rows = [Row(seq, seq, run.indent) for seq in range(run.first, run.last + 1)]
-        elif params.reveal is not None:
+            seqs = range(run.first, run.last + 1)
+            page = [row_of(folded, Row(seq, seq, run.indent), opened.preview) for seq in seqs[offset : offset + limit]]
+            return protocol.TreeViewResult(leaf, len(seqs), offset, page)
+        if params.reveal is not None:
             position = folded.find(session.require(params.reveal, "reveal").seq)
             offset = 0 if position is None else position - position % limit  # the page that shows it
-        page = [row_of(folded, row, opened.preview) for row in rows[offset : offset + limit]]
-        return protocol.TreeViewResult(session.index.leaf_id, len(rows), offset, page)
+        page = [row_of(folded, row, opened.preview) for row in folded.rows[offset : offset + limit]]
+        return protocol.TreeViewResult(leaf, len(folded.rows), offset, page)
 
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)
