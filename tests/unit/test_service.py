@@ -298,24 +298,27 @@ def test_a_fork_is_indexed_exactly_as_a_scan_of_its_file_would_index_it(service:
         service.close(p.SessionParams(forked.session_id))
 
 
-def test_the_tree_on_the_wire_follows_appends_and_labels(service: SessionService) -> None:
+def test_the_tree_on_the_wire_follows_appends_and_labels(service: SessionService, root: Path) -> None:
     import orjson
 
     from sessiontree.jsonfmt import dumps_wire
 
-    def wire_tree(sid: str) -> dict[str, Any]:
-        return orjson.loads(dumps_wire(p.to_wire(service.tree(p.TreeParams(sid)))))
+    def wire_tree(svc: SessionService, sid: str) -> dict[str, Any]:
+        return orjson.loads(dumps_wire(p.to_wire(svc.tree(p.TreeParams(sid)))))
 
-    sid = service.create(p.CreateParams(CWD)).session_id
+    created = service.create(p.CreateParams(CWD))
+    sid = created.session_id
     first = _append(service, sid, _msg("user", "a"))
-    assert [n["id"] for n in wire_tree(sid)["nodes"]] == [first.id]
-    assert wire_tree(sid) == wire_tree(sid)  # the cached form, sent again
+    assert [n["id"] for n in wire_tree(service, sid)["nodes"]] == [first.id]
+    cached = wire_tree(service, sid)  # the cached form, sent again: what a cold build sends
+    fresh = SessionService(ServiceConfig(root))
+    assert cached == wire_tree(fresh, fresh.open(p.OpenParams(created.path)).session_id)
     second = _append(service, sid, _msg("assistant", "b"))
     service.label(p.LabelParams(sid, first.id, "start"))
-    nodes = wire_tree(sid)["nodes"]
+    nodes = wire_tree(service, sid)["nodes"]
     assert [n["id"] for n in nodes][:2] == [first.id, second.id] and nodes[0]["label"] == "start"
     service.branch(p.BranchParams(sid, first.id))
-    assert wire_tree(sid)["leafId"] == first.id  # the leaf is not part of the cached nodes
+    assert wire_tree(service, sid)["leafId"] == first.id  # the leaf is not part of the cached nodes
 
 
 def test_a_fork_keeps_what_a_compaction_kept_from_a_dropped_label(service: SessionService) -> None:
@@ -345,12 +348,12 @@ def test_the_context_on_the_wire_after_appends_is_what_a_fresh_open_sends(servic
 
     created = service.create(p.CreateParams(CWD))
     sid = created.session_id
+    wire(service, sid)  # cached from here on, then extended by each append
     for text in ["one", "two \ud83d", "three"]:
         _append(service, sid, _msg("user", text, timestamp=1.5, n=2**60))
-        assert wire(service, sid)["messages"] == wire(service, sid)["messages"]  # cached, then extended
-    fresh = SessionService(ServiceConfig(root))
-    again = fresh.open(p.OpenParams(created.path)).session_id
-    assert wire(service, sid) == wire(fresh, again)
+        fresh = SessionService(ServiceConfig(root))
+        assert wire(service, sid) == wire(fresh, fresh.open(p.OpenParams(created.path)).session_id)
+        fresh.close_all()
     assert [m["content"][0]["text"] for m in wire(service, sid)["messages"]] == ["one", "two \ud83d", "three"]
 
 
