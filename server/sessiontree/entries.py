@@ -258,6 +258,67 @@ def node_of_fields(fields: dict[str, Any], offset: int, length: int, seq: int) -
     )
 
 
+# --------------------------------------------------------------------------- a block of lines at once
+
+_SETTING_KINDS: Final = frozenset(
+    {("message", "assistant"), *((type_, None) for type_ in ("thinking_level_change", "model_change", "label", "session_info"))}
+)
+
+
+def skeletons(block: memoryview, starts: list[int], ends: list[int], first: int) -> list[_LineSkeleton]:
+    """The skeletons of the lines `block[starts[i]:ends[i]]` from `first` on, up to the first line
+    that does not decode as one (left to `decode_skeleton`, line by line) or is a session header."""
+    decode = _skeleton_decoder.decode
+    pairs = zip(starts[first:], ends[first:]) if first else zip(starts, ends)
+    try:
+        decoded = [decode(block[start:end]) for start, end in pairs]
+    except (msgspec.MsgspecError, RecursionError):  # find the line: the ones before it hold
+        decoded = []
+        decode_until = decoded.append
+        try:
+            for start, end in zip(starts[first:], ends[first:]):
+                decode_until(decode(block[start:end]))
+        except (msgspec.MsgspecError, RecursionError):
+            pass
+    if any(skel.type == "session" for skel in decoded):
+        decoded = decoded[: next(at for at, skel in enumerate(decoded) if skel.type == "session")]
+    return decoded
+
+
+def skeleton_columns(
+    decoded: list[_LineSkeleton],
+) -> tuple[list[str], list[str | None], list[tuple[str, str | None]], list[Any], list[tuple[int, Any]]]:
+    """What the `Node`s of these skeletons (as `decode_skeleton` makes them) hold, as columns:
+    ids, parent ids, (type, role), timestamps and (position, setting) where there is a setting."""
+    ids = [skel.id for skel in decoded]
+    parents = [parent if type(parent) is str else None for parent in [skel.parentId for skel in decoded]]
+    stamps = [skel.timestamp for skel in decoded]
+    kinds = [
+        (skel.type, message.role if type(message := skel.message) is _MessageSkeleton and skel.type == "message" and type(message.role) is str else None)
+        for skel in decoded
+    ]
+    settings = [
+        (at, (message.provider, message.model) if kinds[at][1] == "assistant" else _setting_of_skeleton(decoded[at]))
+        for at in [at for at, kind in enumerate(kinds) if kind in _SETTING_KINDS]
+        for message in (decoded[at].message,)
+    ]
+    return ids, parents, kinds, stamps, [item for item in settings if item[1] is not None]  # None: no setting
+
+
+def _setting_of_skeleton(skel: _LineSkeleton) -> Any:
+    type_ = skel.type
+    if type_ == "message":
+        message = skel.message
+        return (message.provider, message.model)  # type: ignore[union-attr]
+    if type_ == "thinking_level_change":
+        return skel.thinkingLevel
+    if type_ == "model_change":
+        return (skel.provider, skel.modelId)
+    if type_ == "label":
+        return (skel.targetId, skel.label)
+    return skel.name
+
+
 # --------------------------------------------------------------------------- building new lines
 
 

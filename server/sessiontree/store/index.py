@@ -9,6 +9,7 @@ from the columns.
 from __future__ import annotations
 
 import gc
+import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
@@ -211,20 +212,122 @@ class SessionIndex:
         if follow_leaf and node.parent_id != leaf:
             self.leaf_id = leaf
 
-    def add_all(self, nodes: list[Node], lines: list[int], warnings: list[Warning]) -> None:
-        """Index entries in file order (`lines`: their line numbers), the leaf moving to the last:
-        what must look back (ids, parents, anchors) in one loop, the other columns gathered."""
+    def add_all(self, nodes: list[Node], lines: Sequence[int], warnings: list[Warning]) -> None:
+        """Index entries in file order (`lines`: their line numbers), the leaf moving to the last."""
         if not nodes:
+            return
+        self.add_columns(
+            [node.id for node in nodes],
+            [node.parent_id for node in nodes],
+            [(node.type, node.role) for node in nodes],
+            [node.timestamp for node in nodes],
+            [node.offset for node in nodes],
+            [node.length for node in nodes],
+            [(position, node.setting) for position, node in enumerate(nodes) if node.setting is not None],
+            lines,
+            warnings,
+        )
+
+    def add_columns(
+        self,
+        ids: list[str],
+        parent_ids: list[str | None],
+        kinds: list[tuple[str, str | None]],
+        timestamps: list[Any],
+        offsets: Sequence[int],
+        lengths: Sequence[int],
+        settings: list[tuple[int, Any]],
+        lines: Sequence[int],
+        warnings: list[Warning],
+    ) -> None:
+        """Index entries given as columns (what their `Node`s hold; `settings`: (position, setting)
+        for the entries that have one, in order), the leaf moving to the last: what must look back
+        (ids, parents, anchors, labels) in one loop, the other columns gathered."""
+        count = len(ids)
+        if not count:
             return
         by_id = self._by_id
         if by_id is None or self._make:
             by_id = self._make_all()
         start = len(self.offsets)
-        plain, code_of = self.kinds.plain, self.kinds.code_of
-        codes = [plain.get(key) or code_of(key) for key in [(node.type, node.role) for node in nodes]]
+        plain, code_of, intern = self.kinds.plain, self.kinds.code_of, sys.intern
+        codes = [plain.get(key) or code_of((intern(key[0]), key[1] and intern(key[1]))) for key in kinds]
+        naming = self._naming_codes()
+        named = dict(settings) if not naming.isdisjoint(codes) else None
+        if not self._add_simply(ids, parent_ids, codes, start, by_id):
+            self._add_one_by_one(ids, parent_ids, kinds, timestamps, codes, named, naming, start, lines, warnings)
+        elif named is not None:
+            for at in [at for at, code in enumerate(codes) if code in naming]:
+                self._apply_setting(kinds[at][0], ids[at], named.get(at), timestamps[at], lines[at], warnings, start + at)
+        self._ids.extend(ids)  # type: ignore[union-attr]
+        self._timestamps.extend(timestamps)  # type: ignore[union-attr]
+        self.offsets.extend(offsets)
+        self.lengths.extend(lengths)
+        self.kinds.codes.extend(codes)
+        self.settings.put_all([(start + at, setting) for at, setting in settings])
+        self.leaf_id = ids[-1]
+
+    def _add_simply(self, ids: list[str], parent_ids: list[str | None], codes: list[int], start: int, by_id: dict[str, int]) -> bool:
+        """The usual case, without a look back per entry: no id repeats, every parent is found
+        before its child (or is missing from the whole file so far), no orphan waits for one of
+        these ids. Adds ids and parents to the columns and the anchors; False (nothing added)
+        when the case is not the usual one."""
+        count = len(ids)
+        if self._waiting or not by_id.keys().isdisjoint(ids):
+            return False
+        known = len(by_id)
+        by_id.update(zip(ids, range(start, start + count)))
+        if len(by_id) != known + count:  # an id repeats within these entries
+            self._forget(ids, by_id)
+            return False
+        get = by_id.get
+        found = [ROOT if parent is None else get(parent, MISSING) if parent else MISSING for parent in parent_ids]
+        if any(map(int.__ge__, found, range(start, start + count))):  # a parent that comes later, or itself
+            self._forget(ids, by_id)
+            return False
+        if MISSING in found:
+            for seq, parent in enumerate(found, start):
+                if parent == MISSING:
+                    self._note_orphan(seq, parent_ids[seq - start])  # type: ignore[arg-type]
+        self.parents.extend(found)
+        self._anchor_all(found, codes, start)
+        return True
+
+    @staticmethod
+    def _forget(ids: list[str], by_id: dict[str, int]) -> None:
+        for entry_id in ids:
+            by_id.pop(entry_id, None)
+
+    def _anchor_all(self, found: list[int], codes: list[int], start: int) -> None:
+        """Anchor records of entries whose parents (`found`) come before them."""
+        anchor, records, setters = self.anchor, self.records, self._setters_by_code()
+        for seq, parent, code in zip(range(start, start + len(found)), found, codes):
+            record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
+            setter = setters[code]
+            if setter >= 0 and record != UNANCHORED:
+                changed = records[3 * record : 3 * record + 3]
+                changed[setter] = seq
+                records.extend(changed)
+                record = len(records) // 3 - 1
+            anchor.append(record)
+
+    def _add_one_by_one(
+        self,
+        ids: list[str],
+        parent_ids: list[str | None],
+        kinds: list[tuple[str, str | None]],
+        timestamps: list[Any],
+        codes: list[int],
+        named: dict[int, Any] | None,
+        naming: frozenset[int],
+        start: int,
+        lines: Sequence[int],
+        warnings: list[Warning],
+    ) -> None:
+        """Ids, parents and anchors entry by entry, each looking back at those before it."""
+        by_id, count = self.by_id, len(ids)
         anchor, records, parents, setters, waiting = self.anchor, self.records, self.parents, self._setters_by_code(), self._waiting
-        for seq, node, code in zip(range(start, start + len(nodes)), nodes, codes):
-            entry_id, parent_id = node.id, node.parent_id
+        for seq, entry_id, parent_id, code in zip(range(start, start + count), ids, parent_ids, codes):
             if entry_id in by_id:
                 self._note_duplicate(entry_id, lines[seq - start], warnings)
             parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
@@ -241,19 +344,13 @@ class SessionIndex:
             if waiting and entry_id in waiting:
                 self._adopt_orphans(entry_id, seq)
             by_id[entry_id] = seq
-            if node.type in _NAMING:
-                self._apply_setting(node, lines[seq - start], warnings)
-        self._gather(nodes, start, codes)
-        self.leaf_id = nodes[-1].id
+            if named is not None and code in naming:
+                at = seq - start
+                self._apply_setting(kinds[at][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
 
-    def _gather(self, nodes: list[Node], start: int, codes: list[int]) -> None:
-        self._ids.extend([node.id for node in nodes])  # type: ignore[union-attr]
-        self._timestamps.extend([node.timestamp for node in nodes])  # type: ignore[union-attr]
-        self.offsets.extend([node.offset for node in nodes])
-        self.lengths.extend([node.length for node in nodes])
-        self.kinds.codes.extend(codes)
-        settings = [(seq, node.setting) for seq, node in enumerate(nodes, start) if node.setting is not None]
-        self.settings.put_all(settings)
+    def _naming_codes(self) -> frozenset[int]:
+        """The kinds codes of entries that change labels or the name."""
+        return frozenset(code for code, kind in enumerate(self.kinds.values) if kind is not None and kind[0] in _NAMING)
 
     def _setters_by_code(self) -> list[int]:
         """Per kinds code, the position of an anchor record its entries set (-1: none)."""
@@ -261,11 +358,22 @@ class SessionIndex:
             self._setters = [_setter_of(kind) for kind in self.kinds.values]
         return self._setters
 
-    def _apply_setting(self, node: Node, line: int, warnings: list[Warning]) -> None:
-        if node.type == "label":
-            self._apply_label(node, line, warnings)
+    def _apply_setting(
+        self,
+        type_: str,
+        entry_id: str,
+        setting: Any,
+        timestamp: Any,
+        line: int,
+        warnings: list[Warning],
+        seq: int | None = None,
+    ) -> None:
+        """A label or a name, as it applies after the entries before it (`seq`: where it is, when
+        the entries after it are already in `by_id`)."""
+        if type_ == "label":
+            self._apply_label(entry_id, setting, timestamp, line, warnings, seq)
         else:
-            self.raw_name = node.setting
+            self.raw_name = setting
 
     def _make_all(self) -> dict[str, int]:
         self.ids, self.timestamps  # noqa: B018 (made on first read)
@@ -366,21 +474,24 @@ class SessionIndex:
             if parent_id:
                 self._waiting.setdefault(parent_id, []).append(seq)
 
-    def _apply_label(self, node: Node, line: int, warnings: list[Warning]) -> None:
-        target, label = node.setting
-        if not isinstance(target, str) or target not in self.by_id:
+    def _apply_label(
+        self, entry_id: str, setting: Any, timestamp: Any, line: int, warnings: list[Warning], seq: int | None = None
+    ) -> None:
+        target, label = setting
+        known = isinstance(target, str) and target in self.by_id and (seq is None or self.by_id[target] <= seq)
+        if not known:
             warnings.append(
                 Warning(
                     "label-unknown-target",
-                    f"label entry {node.id} on line {line} targets unknown entry {target}",
+                    f"label entry {entry_id} on line {line} targets unknown entry {target}",
                     line=line,
-                    entry_id=node.id,
+                    entry_id=entry_id,
                 )
             )
         if not isinstance(target, str):
             return
         if label:
-            self.labels[target] = (label, node.timestamp)
+            self.labels[target] = (label, timestamp)
         else:
             self.labels.pop(target, None)
 

@@ -46,3 +46,56 @@ class LineReader:
             carry, carry_offset = [pieces[-1]], offset
         self.tail_offset, self.tail = carry_offset, b"".join(carry)
         self.done = True
+
+
+class LineBlocks:
+    """`LineReader` for a scan: yields `(offset, block, ends)` for blocks of whole lines in
+    `[start, end)`: `block` holds the bytes from file offset `offset`, `ends` the positions of its
+    `\\n`s (a line runs from the end before it, +1, to its own end). No line is copied out of its
+    block: a scan decodes them through memoryview slices. `tail_offset`, `tail` and `done` as in
+    `LineReader`."""
+
+    def __init__(self, storage: Storage, start: int, end: int, chunk: int = CHUNK) -> None:
+        self.storage = storage
+        self.start = start
+        self.end = end
+        self.chunk = chunk
+        self.tail_offset = start
+        self.tail = b""
+        self.done = False
+
+    def __iter__(self) -> Iterator[tuple[int, bytes, list[int]]]:
+        position, end, chunk = self.start, self.end, self.chunk
+        while position < end:
+            want = min(chunk, end - position)
+            block = self.storage.read(position, want)
+            if not block:  # the file shrank under us; the caller re-checks the size
+                break
+            last = block.rfind(b"\n")
+            if last < 0:
+                if len(block) < want or position + len(block) >= end:  # no line end before the range ends
+                    self.tail_offset, self.tail = position, block
+                    self.done = True
+                    return
+                chunk *= 2  # a line longer than a block: read it whole
+                continue
+            ends = _line_ends(block, last)
+            yield position, block, ends
+            position += last + 1
+            if len(block) < want:  # short read: the file shrank
+                self.tail_offset, self.tail = position, block[last + 1 :]
+                self.done = True
+                return
+        self.tail_offset, self.tail = position, b""
+        self.done = True
+
+
+def _line_ends(block: bytes, last: int) -> list[int]:
+    ends: list[int] = []
+    find, append = block.find, ends.append
+    at = 0
+    while at <= last:
+        at = find(b"\n", at)
+        append(at)
+        at += 1
+    return ends

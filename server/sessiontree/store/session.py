@@ -10,18 +10,30 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .. import jsonfmt
-from ..entries import Either, Node, SkeletonError, build_line, decode_skeleton, new_entry_id, node_of_fields, now_iso
+from ..entries import (
+    Either,
+    Node,
+    SkeletonError,
+    build_line,
+    decode_skeleton,
+    new_entry_id,
+    node_of_fields,
+    now_iso,
+    skeleton_columns,
+    skeletons,
+)
 from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
 from ..protocol import UNSET, MaybeId, Warning
 from . import sidecar
 from .index import SessionIndex
-from .lines import BOM, LineReader
+from .lines import BOM, CHUNK, LineBlocks, LineReader
 from .storage import Storage
 
 if TYPE_CHECKING:
     from ..tree.fork import ForkPlan
 
-_AT_ONCE = 4096  # entries indexed together at open
+_HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
+_SCAN_CHUNK = CHUNK  # bytes read at a time by a scan (a longer line is read whole)
 _WRITE_TRIES = 3  # an append spoiled by another writer's unfinished line is written again, so often
 
 
@@ -83,19 +95,22 @@ class Session:
         An unfinished last line is left where it is: its writer may still be writing it."""
         with storage.lock():
             restored = cls._from_sidecar(storage, sidecar_file) if sidecar_file is not None else None
+            size = storage.size()
             if restored is not None:
                 session = restored
-                reader = LineReader(storage, session.end, storage.size())
-                lines: Iterator[tuple[int, bytes]] = iter(reader)
             else:
-                reader = LineReader(storage, 0, storage.size())
-                lines = iter(reader)
-                session, skipped = cls._find_header(storage, lines)
+                header_reader = LineReader(storage, 0, size, chunk=_HEADER_CHUNK)
+                session, skipped = cls._find_header(storage, iter(header_reader))
                 if session is None:
-                    session = cls._header_from_tail(storage, reader)
+                    session = cls._header_from_tail(storage, header_reader)
+                    session.warnings[:0] = skipped
+                    session._finish(header_reader, at_open=True)
+                    return session
                 session.warnings[:0] = skipped
-            session._take_in_at_open(lines)
-            session._finish(reader, at_open=True)
+            blocks = LineBlocks(storage, session.end, size, _SCAN_CHUNK)
+            for offset, block, ends in blocks:
+                session._take_in_block(offset, block, ends)
+            session._finish(blocks, at_open=True)
         return session
 
     @classmethod
@@ -165,37 +180,46 @@ class Session:
         reader.tail_offset = session.end
         return session
 
-    def _take_in_at_open(self, lines: Iterable[tuple[int, bytes]]) -> None:
-        """`_take_in` as an open does it, the leaf at the last entry: a chunk of entries at a time.
-        (Runs once per line: the usual line, an entry, takes the short way.)"""
-        nodes: list[Node] = []
-        numbers: list[int] = []
-        line_no = self._line_no
-        offset, line = 0, None
-        for offset, line in lines:
-            line_no += 1
-            node = None
-            if line[:1] == b"{":
-                try:
-                    node = decode_skeleton(line, offset, 0)
-                except SkeletonError:
-                    pass
-            if node is None or node.type == "session":  # blank, malformed, a second header: the careful way
-                self.index.add_all(nodes, numbers, self.warnings)  # warnings stay in line order
-                nodes, numbers = [], []
-                self._line_no = line_no
-                node = self._decode(offset, line)
-                if node is None:
-                    continue
-            nodes.append(node)
-            numbers.append(line_no)
-            if len(nodes) == _AT_ONCE:
-                self.index.add_all(nodes, numbers, self.warnings)
-                nodes, numbers = [], []
-        self.index.add_all(nodes, numbers, self.warnings)
-        self._line_no = line_no
-        if line is not None:  # every complete line is taken in
-            self.end, self.unterminated = offset + len(line) + 1, False
+    def _take_in_block(self, offset: int, block: bytes, ends: list[int]) -> None:
+        """`_take_in` as an open does it, the leaf at the last entry, for a block of whole lines
+        (`ends`: where each ends in `block`): the lines in pi's usual shape (one entry each) are
+        decoded in one go and indexed as columns; any other line (blank, malformed, a second
+        header, odd field types) the careful way, one at a time, in its place."""
+        view = memoryview(block)
+        starts = [0, *[end + 1 for end in ends[:-1]]]
+        done = 0
+        while done < len(ends):
+            decoded = skeletons(view, starts, ends, done)
+            if decoded:
+                count = len(decoded)
+                first = self._line_no + 1
+                line_offsets = [offset + start for start in starts[done : done + count]]
+                lengths = [end - start for start, end in zip(starts[done : done + count], ends[done : done + count])]
+                ids, parents, kinds, stamps, settings = skeleton_columns(decoded)
+                self.index.add_columns(
+                    ids, parents, kinds, stamps, line_offsets, lengths, settings, range(first, first + count), self.warnings
+                )
+                self._line_no += count
+                done += count
+            if done < len(ends):  # the line the quick way refused: as one line is taken in
+                start = starts[done]
+                self._take_in_line(offset + start, block[start : ends[done]])
+                done += 1
+        self.end, self.unterminated = offset + ends[-1] + 1, False
+
+    def _take_in_line(self, offset: int, line: bytes) -> None:
+        self._line_no += 1
+        node = None
+        if line[:1] == b"{":
+            try:
+                node = decode_skeleton(line, offset, len(self.index))
+            except SkeletonError:
+                pass
+        if node is None or node.type == "session":  # blank, malformed, a second header: the careful way
+            node = self._decode(offset, line)
+            if node is None:
+                return
+        self.index.add_all([node], [self._line_no], self.warnings)
 
     def _take_in(self, lines: Iterable[tuple[int, bytes]], follow_leaf: bool) -> list[Node]:
         """Index complete lines (after the header)."""
