@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from . import jsonfmt, protocol, summaries
 from .entries import Node, js_trim, now_iso, validate_entry
@@ -43,7 +44,8 @@ from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.folded import FoldedTree, Row, Shape, row_of
 from .tree.fork import branched_plan, whole_plan
-from .tree.preview import preview_of_line
+from .tree.preview import preview_of_line, previews_of_lines
+from .tree.tree import tree_wire
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +110,21 @@ class OpenSession:
         version = self.session.index.version
         if self._tree is None or self._tree[0] != version:
             warnings: list[Warning] = []
-            nodes = protocol.TreeNodes(flat_tree(self.session.index, self.preview, warnings))
+            previews = self._read_previews()
+            nodes = protocol.TreeNodes(flat_tree(self.session.index, previews.__getitem__, warnings))
+            nodes.wire = orjson.Fragment(jsonfmt.dumps_wire(tree_wire(nodes)))  # as the converter would write it
             self._tree = (version, nodes, warnings)
         return self._tree[1], self._tree[2]
+
+    def _read_previews(self) -> list[str | None]:
+        """Every entry's preview by seq; those not previewed yet are read in big blocks (a first tree)."""
+        index, previews = self.session.index, self.previews
+        offsets = index.offsets
+        missing = [seq for seq in range(len(index)) if offsets[seq] not in previews]
+        if missing:
+            found = previews_of_lines(self.session.storage.read, offsets, index.lengths, missing)
+            previews.update(zip([offsets[seq] for seq in missing], found))
+        return [previews[offset] for offset in offsets]
 
     def folded(self) -> FoldedTree:
         """The folded tree, made again only when an entry was added or the leaf moved."""

@@ -19,6 +19,7 @@ from sessiontree.protocol import ContextParams, ForkParams, OpenParams, SessionP
 from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import FileStorage, MemoryStorage, Session, file_version
 from sessiontree.store.sidecar import MAGIC, sidecar_path
+from sessiontree.tree import flat_tree
 from support.equivalence import assert_indexed_alike
 from support.sessions import PI_QUIRK_CASES, assistant, line, session_bytes, user
 
@@ -432,3 +433,29 @@ def test_a_scan_in_blocks_of_any_size_indexes_as_line_by_line(tmp_path: Path, so
     follower.index.leaf_id = scan.index.leaf_id
     assert_indexed_alike(follower, scan)
     assert follower.warnings == scan.warnings
+
+
+@pytest.mark.parametrize("window", [1, 300, 1 << 23])
+def test_previews_read_in_blocks_are_those_of_each_line_and_the_tree_wire_is_the_converters(
+    realistic: Path, tmp_path: Path, window: int, monkeypatch
+) -> None:
+    """A first tree reads the previews of many lines at once and writes its wire form itself:
+    the same previews as one line at a time, the same JSON as the protocol's converter."""
+    from sessiontree import protocol
+    from sessiontree.tree import preview as preview_module
+    from sessiontree.tree.preview import preview_of_line, previews_of_lines
+    from sessiontree.tree.tree import tree_wire
+
+    monkeypatch.setattr(preview_module, "_WINDOW", window)
+    for path in [realistic, *QUIRK_FILES]:
+        try:
+            session = scanned(path)
+        except NotASessionFile:
+            continue
+        index, read = session.index, session.storage.read
+        seqs = list(range(len(index)))[::3] + [len(index) - 1] if len(index) else []
+        seqs = sorted(set(seqs))
+        expected = [preview_of_line(read(index.offsets[seq], index.lengths[seq])) for seq in seqs]
+        assert previews_of_lines(read, index.offsets, index.lengths, seqs) == expected
+        nodes = flat_tree(index, lambda seq: preview_of_line(read(index.offsets[seq], index.lengths[seq])), [])
+        assert tree_wire(nodes) == protocol.to_wire(list(nodes))

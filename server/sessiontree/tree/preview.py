@@ -7,6 +7,7 @@ cheaper than decoding every entry whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -14,6 +15,7 @@ import msgspec
 from .. import jsonfmt
 
 PREVIEW_CHARS = 80
+_WINDOW = 8 * 1024 * 1024  # bytes read at once for the previews of many lines
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -47,6 +49,14 @@ _decode_line: Final = msgspec.json.Decoder(_Line).decode
 
 
 def _one_line(text: str) -> str:
+    # The usual text: its first 82 characters hold no whitespace but single spaces between words,
+    # so folding leaves them as they are and the line is known without folding anything.
+    head = text[: PREVIEW_CHARS + 2]
+    if head.isprintable() and "  " not in head and head[:1] != " " and head[-1:] != " ":
+        if len(text) <= PREVIEW_CHARS:
+            return text
+        if len(head) == PREVIEW_CHARS + 2:
+            return head[: PREVIEW_CHARS - 1] + "…"
     # Whitespace folded over a prefix, not the whole text (a tool result may be pages long): twice
     # the line is usually enough to know the line; if not, four times, as always before.
     flat = " ".join(text[: PREVIEW_CHARS * 2].split())
@@ -117,8 +127,29 @@ def _parse(line: bytes) -> _Line | None:
         return None
 
 
-def preview_of_line(line: bytes) -> str | None:
+def preview_of_line(line: bytes | memoryview) -> str | None:
     """The preview of an entry's line; None when there is nothing to show."""
     entry = _parse(line)
     text = _one_line(_entry_text(entry)) if entry is not None else ""
     return text or None
+
+
+def previews_of_lines(
+    read: Callable[[int, int], bytes], offsets: Sequence[int], lengths: Sequence[int], seqs: Sequence[int]
+) -> list[str | None]:
+    """`preview_of_line` of the lines at `seqs` (in file order), read in blocks of up to
+    `_WINDOW` bytes rather than one read per line."""
+    previews: list[str | None] = []
+    at, count = 0, len(seqs)
+    while at < count:
+        first = offsets[seqs[at]]
+        limit, until = first + _WINDOW, at + 1
+        while until < count and offsets[seqs[until]] + lengths[seqs[until]] <= limit:
+            until += 1
+        last = seqs[until - 1]
+        block = memoryview(read(first, offsets[last] + lengths[last] - first))
+        previews += [
+            preview_of_line(block[offsets[seq] - first : offsets[seq] - first + lengths[seq]]) for seq in seqs[at:until]
+        ]
+        at = until
+    return previews

@@ -6,6 +6,7 @@ Works on the index's columns by entry position (seq): no Node is made per entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..entries import iso_to_ms
 from ..protocol import TreeNode, Warning
@@ -103,17 +104,44 @@ def _node_maker(index: SessionIndex, children: dict[int, list[int]], preview: Pr
         label, label_timestamp = labels.get(entry_id, no_label)
         type_, role = kinds[codes[seq]]
         below = children.get(seq)
+        # id, parent_id, type, timestamp, depth, child_count, label, label_timestamp, role, preview
         return TreeNode(
-            id=entry_id,
-            parent_id=parent_id(seq),
-            type=type_,
-            timestamp=stamps[seq],
-            depth=depth,
-            child_count=len(below) if below else 0,
-            label=label,
-            label_timestamp=label_timestamp,
-            role=role,
-            preview=preview(seq),
+            entry_id,
+            parent_id(seq),
+            type_,
+            stamps[seq],
+            depth,
+            len(below) if below else 0,
+            label,
+            label_timestamp,
+            role,
+            preview(seq),
         )
 
     return make
+
+
+def tree_wire(nodes: list[TreeNode]) -> list[dict[str, Any]]:
+    """The nodes as the protocol's converter writes them (camelCase; label, labelTimestamp, role
+    and preview left out when None), without its per-node walk."""
+    wire = []
+    append = wire.append
+    for node in nodes:
+        item = {
+            "id": node.id,
+            "parentId": node.parent_id,
+            "type": node.type,
+            "timestamp": node.timestamp,
+            "depth": node.depth,
+            "childCount": node.child_count,
+        }
+        if node.label is not None:
+            item["label"] = node.label
+        if node.label_timestamp is not None:
+            item["labelTimestamp"] = node.label_timestamp
+        if node.role is not None:
+            item["role"] = node.role
+        if node.preview is not None:
+            item["preview"] = node.preview
+        append(item)
+    return wire
