@@ -117,6 +117,21 @@ class TreeViewParams:
 
 
 @attrs.define
+class ExportParams:
+    session_id: str
+    format: Literal["markdown", "html"]
+    leaf_id: MaybeId = UNSET
+    scope: Literal["path", "tree"] = "path"
+
+
+@attrs.define
+class ExportResult:
+    format: str
+    leaf_id: str | None
+    content: str
+
+
+@attrs.define
 class EntriesParams:
     session_id: str
     ids: list[str] | None = None
@@ -544,6 +559,7 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/navigate": MethodTypes(NavigateParams, CommitBranchSummaryResult, "Move the leaf, the client summarising."),
     "session/tree": MethodTypes(TreeParams, TreeResult, "Every entry as a flat depth-first tree."),
     "session/treeView": MethodTypes(TreeViewParams, TreeViewResult, "The tree folded, a page of rows at a time."),
+    "session/export": MethodTypes(ExportParams, ExportResult, "The session as Markdown or a self-contained HTML page."),
     "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
     "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),

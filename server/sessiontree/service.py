@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import orjson
 
-from . import jsonfmt, protocol, summaries
+from . import export, jsonfmt, protocol, summaries
 from .entries import Node, js_trim, now_iso, validate_entry
 from .errors import (
     FileReplaced,
@@ -473,6 +473,21 @@ class SessionService:
         page = [row_of(folded, row, opened.preview) for row in folded.rows[offset : offset + limit]]
         return protocol.TreeViewResult(leaf, len(folded.rows), offset, page)
 
+    def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
+        opened = self._synced(params.session_id)
+        session, index = opened.session, opened.session.index
+        leaf = index.leaf_id if params.leaf_id is UNSET else params.leaf_id
+        leaf_seq = session.require(leaf, "leafId").seq if leaf is not None else None
+        title = index.name or _first_words(session) or f"Session {session.header['id']}"
+        if params.scope == "path":
+            seqs = [] if leaf_seq is None else index.walk(leaf_seq)[0]
+            items = [export.Item(session.entry(index.node(seq)), is_leaf=seq == leaf_seq) for seq in seqs]
+        else:
+            items = list(_tree_items(session, opened.folded(), leaf_seq))
+        if params.format == "markdown":
+            return protocol.ExportResult("markdown", leaf, export.markdown(title, items))
+        return protocol.ExportResult("html", leaf, export.page(title, items, tree=params.scope == "tree"))
+
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)
         session = opened.session
@@ -531,6 +546,34 @@ class SessionService:
         opened = self._get(session_id)
         opened.sync()
         return opened
+
+
+def _tree_items(session: Session, folded: FoldedTree, leaf: int | None) -> Iterable[export.Item]:
+    """Every entry in tree order, with its branch depth; the path to `leaf` marked."""
+    index = session.index
+    for row in folded.rows:
+        for seq in range(row.first, row.last + 1):
+            parent = index.parent_seq(seq)
+            starts = parent is not None and parent != seq and len(folded.children(parent)) > 1
+            on_path = folded.on_path(seq) if leaf == folded.leaf else seq in _path_set(index, leaf)
+            yield export.Item(session.entry(index.node(seq)), row.indent, starts, on_path, seq == leaf)
+
+
+def _path_set(index: Any, leaf: int | None) -> set[int]:
+    return set() if leaf is None else set(index.walk(leaf)[0])
+
+
+def _first_words(session: Session) -> str | None:
+    """The first user message's first line, as pi's session picker names a session."""
+    for node in session.index.nodes:
+        if node.role == "user":
+            content = session.entry(node).get("message", {}).get("content")
+            text = content if isinstance(content, str) else " ".join(
+                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+            )
+            line = " ".join(text.split())
+            return (line[:79] + "…") if len(line) > 80 else line or None
+    return None
 
 
 def _run_row(folded: FoldedTree, seq: int) -> Row:

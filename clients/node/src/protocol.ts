@@ -176,6 +176,20 @@ export interface EntriesResult {
   cursor: string | null;
 }
 
+export interface ExportParams {
+  sessionId: string;
+  format: "markdown" | "html";
+  /** Absent and null differ: absent is the default, null is no entry (protocol.md, Absent and null). */
+  leafId?: string | null;
+  scope?: "path" | "tree";
+}
+
+export interface ExportResult {
+  format: string;
+  leafId: string | null;
+  content: string;
+}
+
 export interface FileOperations {
   read: unknown[];
   written: unknown[];
@@ -424,6 +438,7 @@ export interface Methods {
   "session/context": { params: ContextParams; result: ContextResult };
   "session/create": { params: CreateParams; result: CreateResult };
   "session/entries": { params: EntriesParams; result: EntriesResult };
+  "session/export": { params: ExportParams; result: ExportResult };
   "session/fork": { params: ForkParams; result: ForkResult };
   "session/info": { params: SessionParams; result: InfoResult };
   "session/label": { params: LabelParams; result: AppendResult };
@@ -449,7 +464,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 

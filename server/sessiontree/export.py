@@ -1,0 +1,314 @@
+"""A session as a document a person reads or pastes elsewhere: Markdown, or one self-contained HTML page.
+
+The input is entries in order, each with how deep in the tree's branches it sits (0 for the
+conversation's trunk) and whether it starts a branch. Everything taken from the session is
+escaped: HTML output has no markup the session wrote, no script, no network reference (images are
+inline data, their media type checked), so a message holding `<script>` stays text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+RESULT_PREVIEW: Final = 1200  # characters of a tool result shown before its expander
+_IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_FENCE: Final = re.compile(r"^(```+|~~~+)", re.M)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One entry to show: the entry, its branch depth, whether it starts a branch, and marks."""
+
+    entry: dict[str, Any]
+    depth: int = 0
+    starts_branch: bool = False
+    on_leaf_path: bool = True
+    is_leaf: bool = False
+
+
+# --------------------------------------------------------------------------- what an entry says
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of an entry's display: `kind` is text, code, thinking, tool-call, tool-result,
+    image, note (one line about a setting), or summary."""
+
+    kind: str
+    text: str = ""
+    title: str = ""
+    media_type: str = ""
+    error: bool = False
+
+
+def heading(entry: dict[str, Any]) -> tuple[str, str]:
+    """(css class, title) of an entry."""
+    kind = entry.get("type")
+    if kind == "message" and isinstance(entry.get("message"), dict):
+        message = entry["message"]
+        role = str(message.get("role", "message"))
+        titles = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result", "bashExecution": "Shell"}
+        title = titles.get(role, role)
+        for key in ("toolName", "customType"):
+            if isinstance(message.get(key), str):
+                title += f" · {message[key]}"
+        return role, title
+    titles = {
+        "compaction": "Compaction summary",
+        "branch_summary": "Branch summary",
+        "custom_message": "Custom message",
+        "model_change": "Model",
+        "thinking_level_change": "Thinking level",
+        "label": "Label",
+        "session_info": "Session name",
+    }
+    return str(kind), titles.get(str(kind), str(kind))
+
+
+def parts(entry: dict[str, Any]) -> list[Part]:
+    kind = entry.get("type")
+    if kind == "message" and isinstance(entry.get("message"), dict):
+        return _message_parts(entry["message"])
+    if kind in ("compaction", "branch_summary"):
+        return [Part("summary", str(entry.get("summary", "")))]
+    if kind == "custom_message":
+        return _content_parts(entry.get("content"))
+    if kind == "model_change":
+        return [Part("note", f"model: {entry.get('provider', '?')}/{entry.get('modelId', '?')}")]
+    if kind == "thinking_level_change":
+        return [Part("note", f"thinking level: {entry.get('thinkingLevel', '?')}")]
+    if kind == "label":
+        label = entry.get("label")
+        return [Part("note", f"label on {entry.get('targetId')}: {label}" if label else f"label cleared on {entry.get('targetId')}")]
+    if kind == "session_info":
+        return [Part("note", f"session name: {entry.get('name', '')}")]
+    return [Part("note", f"{kind} entry")]
+
+
+def _message_parts(message: dict[str, Any]) -> list[Part]:
+    role = message.get("role")
+    if role == "bashExecution":
+        output = str(message.get("output", ""))
+        status = message.get("exitCode")
+        title = f"exit code {status}" if status is not None else "output"
+        return [Part("code", f"$ {message.get('command', '')}"), Part("tool-result", output, title, error=status not in (0, None))]
+    if role == "toolResult":
+        text = "\n".join(p.text for p in _content_parts(message.get("content")) if p.kind == "text")
+        images = [p for p in _content_parts(message.get("content")) if p.kind == "image"]
+        name = str(message.get("toolName", "tool"))
+        return [Part("tool-result", text, name, error=bool(message.get("isError"))), *images]
+    if role in ("branchSummary", "compactionSummary"):
+        return [Part("summary", str(message.get("summary", "")))]
+    return _content_parts(message.get("content"))
+
+
+def _content_parts(content: Any) -> list[Part]:
+    if isinstance(content, str):
+        return [Part("text", content)]
+    if not isinstance(content, list):
+        return []
+    found = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            found.append(Part("text", str(block.get("text", ""))))
+        elif kind == "thinking":
+            found.append(Part("thinking", str(block.get("thinking", ""))))
+        elif kind == "toolCall":
+            arguments = orjson.dumps(block.get("arguments", {}), option=orjson.OPT_INDENT_2).decode()
+            found.append(Part("tool-call", arguments, str(block.get("name", "?"))))
+        elif kind == "image":
+            found.append(Part("image", str(block.get("data", "")), media_type=str(block.get("mimeType", ""))))
+    return found
+
+
+def _image_data(part: Part) -> str | None:
+    """The image as a data URI, or None unless it is one of the usual types in valid base64."""
+    if part.media_type not in _IMAGE_TYPES:
+        return None
+    try:
+        base64.b64decode(part.text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return f"data:{part.media_type};base64,{part.text}"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def markdown(title: str, items: Sequence[Item]) -> str:
+    """The conversation as a person would paste it into an issue."""
+    out = [f"# {title}", ""]
+    for item in items:
+        if item.starts_branch:
+            out += [f"{'#' * min(6, 2 + item.depth)} Branch{' (on the path to the leaf)' if item.on_leaf_path else ''}", ""]
+        css, name = heading(item.entry)
+        marks = " · leaf" if item.is_leaf else ""
+        out += [f"**{name}**{marks} <sub>{item.entry.get('id', '')} · {item.entry.get('timestamp', '')}</sub>", ""]
+        for part in parts(item.entry):
+            out += _markdown_part(part)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _markdown_part(part: Part) -> list[str]:
+    if part.kind == "text":
+        return [part.text, ""]
+    if part.kind == "note":
+        return [f"_{part.text}_", ""]
+    if part.kind == "image":
+        return [f"_[image, {part.media_type or 'unknown type'}]_", ""]
+    if part.kind == "summary":
+        return ["> " + line for line in part.text.splitlines() or [""]] + [""]
+    summary = {"thinking": "Thinking", "tool-call": f"Tool call: {part.title}", "tool-result": f"Result: {part.title}"}
+    name = summary.get(part.kind, part.kind) + (" (error)" if part.error else "")
+    if part.kind == "code":
+        return [*_fenced(part.text, "sh"), ""]
+    body = _fenced(part.text, "json" if part.kind == "tool-call" else "")
+    return ["<details>", f"<summary>{html.escape(name)}</summary>", "", *body, "", "</details>", ""]
+
+
+def _fenced(text: str, language: str) -> list[str]:
+    """A code block whose fence is longer than any run of backticks in the text."""
+    longest = max((len(m.group(1)) for m in _FENCE.finditer(text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{language}", text, fence]
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+_STYLE: Final = """
+:root { color-scheme: light dark; --fg: #1f2328; --muted: #656d76; --bg: #ffffff; --card: #f6f8fa;
+  --user: #0969da; --assistant: #8250df; --tool: #9a6700; --error: #cf222e; --summary: #1a7f37; --line: #d0d7de; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #8d96a0; --bg: #0d1117; --card: #161b22;
+  --user: #4493f8; --assistant: #a371f7; --tool: #d29922; --error: #f85149; --summary: #3fb950; --line: #30363d; } }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
+  max-width: 60rem; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.4rem; } .meta { color: var(--muted); font-size: .8rem; }
+.entry { border-left: 3px solid var(--line); background: var(--card); border-radius: 6px; margin: .8rem 0; padding: .5rem .9rem; }
+.entry > header { font-weight: 600; display: flex; gap: .6rem; align-items: baseline; }
+.user { border-color: var(--user); } .assistant { border-color: var(--assistant); }
+.toolResult, .bashExecution { border-color: var(--tool); } .compaction, .branch_summary, .compactionSummary,
+.branchSummary { border-color: var(--summary); }
+.note { color: var(--muted); font-style: italic; margin: .2rem 0; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3rem 0; }
+pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: .6rem; overflow-x: auto;
+  font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; white-space: pre-wrap; }
+details { margin: .4rem 0; } summary { cursor: pointer; color: var(--muted); }
+.error > summary { color: var(--error); } .leaf-mark { color: var(--summary); }
+.branch { margin-left: 1.2rem; padding-left: .6rem; border-left: 2px dashed var(--line); }
+.branch > h2 { font-size: .95rem; color: var(--muted); margin: .8rem 0 .2rem; }
+.off-path .entry { opacity: .78; }
+img { max-width: 100%; border-radius: 4px; }
+nav ul { padding-left: 1.2rem; } nav a { color: var(--user); }
+"""
+
+
+def page(title: str, items: Sequence[Item], tree: bool) -> str:
+    """One self-contained page: styles inline, no script, no external reference."""
+    body = list(_html_body(items))
+    navigation = list(_navigation(items)) if tree else []
+    head = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style></head><body>"
+    )
+    return head + f"<h1>{html.escape(title)}</h1>" + "".join(navigation) + "".join(body) + "</body></html>\n"
+
+
+def _navigation(items: Sequence[Item]) -> Iterator[str]:
+    branches = [(n, item) for n, item in enumerate(items) if item.starts_branch]
+    if not branches:
+        return
+    yield '<nav><details open><summary>Branches</summary><ul>'
+    for n, item in branches:
+        _, name = heading(item.entry)
+        mark = " (path to the leaf)" if item.on_leaf_path else ""
+        label = f"{name} {item.entry.get('id', '')}{mark}"
+        yield f'<li><a href="#branch-{n}">{html.escape(label)}</a></li>'
+    yield "</ul></details></nav>"
+
+
+def _html_body(items: Sequence[Item]) -> Iterator[str]:
+    open_depths: list[int] = []
+    for n, item in enumerate(items):
+        while open_depths and (open_depths[-1] > item.depth or (item.starts_branch and open_depths[-1] == item.depth)):
+            open_depths.pop()
+            yield "</section>"
+        if item.starts_branch:
+            path = "" if item.on_leaf_path else " off-path"
+            note = "branch on the path to the leaf" if item.on_leaf_path else "branch"
+            yield f'<section class="branch{path}" id="branch-{n}"><h2>{note}</h2>'
+            open_depths.append(item.depth)
+        yield _html_entry(item)
+    yield "</section>" * len(open_depths)
+
+
+def _html_entry(item: Item) -> str:
+    css, name = heading(item.entry)
+    entry_id = html.escape(str(item.entry.get("id", "")))
+    stamp = html.escape(str(item.entry.get("timestamp", "")))
+    leaf = ' <span class="leaf-mark">← leaf</span>' if item.is_leaf else ""
+    header = f'<header>{html.escape(name)}{leaf}<span class="meta">{entry_id} · {stamp}</span></header>'
+    body = "".join(_html_part(part) for part in parts(item.entry))
+    return f'<article class="entry {html.escape(css)}" id="e-{entry_id}">{header}{body}</article>'
+
+
+def _html_part(part: Part) -> str:
+    if part.kind == "text":
+        return _html_text(part.text)
+    if part.kind == "note":
+        return f'<p class="note">{html.escape(part.text)}</p>'
+    if part.kind == "summary":
+        return _html_text(part.text)
+    if part.kind == "code":
+        return f"<pre><code>{html.escape(part.text)}</code></pre>"
+    if part.kind == "image":
+        data = _image_data(part)
+        if data is None:
+            return f'<p class="note">[image of type {html.escape(part.media_type or "unknown")} not shown]</p>'
+        return f'<img alt="image" src="{html.escape(data, quote=True)}">'
+    if part.kind == "tool-result":
+        return _html_result(part)
+    title = "Thinking" if part.kind == "thinking" else f"Tool call: {part.title}"
+    return f"<details><summary>{html.escape(title)}</summary><pre><code>{html.escape(part.text)}</code></pre></details>"
+
+
+def _html_result(part: Part) -> str:
+    error = " error" if part.error else ""
+    title = html.escape(f"Result: {part.title}" + (" (error)" if part.error else ""))
+    text = part.text
+    if len(text) <= RESULT_PREVIEW:
+        return f'<details class="result{error}" open><summary>{title}</summary><pre><code>{html.escape(text)}</code></pre></details>'
+    shown = html.escape(text[:RESULT_PREVIEW])
+    rest = f"<details><summary>show all {len(text):,} characters</summary><pre><code>{html.escape(text)}</code></pre></details>"
+    return (
+        f'<details class="result{error}" open><summary>{title}</summary><pre><code>{shown}…</code></pre>{rest}</details>'
+    )
+
+
+def _html_text(text: str) -> str:
+    """Prose as written, with fenced code blocks in monospace."""
+    out, chunks, inside = [], re.split(r"^(```[^\n]*)$", text, flags=re.M), False
+    for chunk in chunks:
+        if chunk.startswith("```"):
+            inside = not inside
+            continue
+        if not chunk.strip():
+            continue
+        if inside:
+            out.append(f"<pre><code>{html.escape(chunk.strip(chr(10)))}</code></pre>")
+        else:
+            out.append(f'<div class="text">{html.escape(chunk.strip(chr(10)))}</div>')
+    return "".join(out)

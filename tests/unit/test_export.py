@@ -1,0 +1,120 @@
+"""session/export: Markdown to paste, one self-contained HTML page, nothing of the session's run as markup."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from sessiontree import export
+from sessiontree import protocol as p
+from sessiontree.errors import EntryNotFound
+from sessiontree.service import SessionService, ServiceConfig
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
+HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> & "quotes"'
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> SessionService:
+    return SessionService(ServiceConfig(tmp_path / "sessions"))
+
+
+def _open(service: SessionService) -> str:
+    path = service.root.path / "--w--" / "demo.jsonl"
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(EXAMPLE, path)
+    return service.open(p.OpenParams(str(path))).session_id
+
+
+class _Markup(HTMLParser):
+    """The elements and attributes of a page, as a browser's parser finds them."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def _assert_inert(page: str) -> _Markup:
+    markup = _Markup(page)
+    assert "script" not in {tag for tag, _ in markup.tags}
+    assert not [name for _, attrs in markup.tags for name in attrs if name.startswith("on")]
+    assert all((attrs.get("src") or "").startswith("data:image/") for tag, attrs in markup.tags if tag == "img")
+    assert all((attrs.get("href") or "#").startswith("#") for tag, attrs in markup.tags if tag == "a")
+    return markup
+
+
+def _user(text: str) -> dict:
+    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+
+
+def test_markdown_of_the_path_reads_as_the_conversation(service: SessionService) -> None:
+    sid = _open(service)
+    result = service.export(p.ExportParams(sid, "markdown"))
+    text = result.content
+    assert result.leaf_id == "9d0e1f2a" and text.startswith("# Empty input in the parser\n")
+    assert "**User**" in text and "The tests in parser.py fail on empty input." in text
+    assert "<summary>Tool call: read</summary>" in text and '"path": "src/parser.py"' in text
+    assert "**Compaction summary**" in text and "**Branch summary**" in text
+    assert "Raise a ValueError" not in text  # the other branch is not on the path
+    assert text.index("On second thought") < text.index("Now check the callers")
+
+
+def test_markdown_of_the_tree_has_every_branch(service: SessionService) -> None:
+    sid = _open(service)
+    text = service.export(p.ExportParams(sid, "markdown", scope="tree")).content
+    assert "Raise a ValueError" in text and "On second thought" in text
+    assert text.count("Branch") >= 2 and "(on the path to the leaf)" in text
+
+
+def test_a_code_block_in_a_tool_result_gets_a_longer_fence() -> None:
+    entry = {"type": "message", "id": "a", "message": {"role": "toolResult", "toolName": "read",
+             "content": [{"type": "text", "text": "````\nnested\n````"}]}}
+    text = export.markdown("t", [export.Item(entry)])
+    assert "`````\n````\nnested\n````\n`````" in text
+
+
+def test_html_is_one_page_with_nothing_from_the_session_as_markup(service: SessionService) -> None:
+    sid = _open(service)
+    service.append(p.AppendParams(sid, entry=_user(HOSTILE)))
+    page = service.export(p.ExportParams(sid, "html", scope="tree")).content
+    assert page.startswith("<!DOCTYPE html>") and "default-src 'none'" in page
+    markup = _assert_inert(page)
+    assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page  # shown as text
+    assert not [attrs for tag, attrs in markup.tags if tag == "link"]  # styles inline, nothing fetched
+    assert sum(1 for tag, attrs in markup.tags if tag == "section") == 2
+    assert [attrs["href"] for tag, attrs in markup.tags if tag == "a"] == ["#branch-6", "#branch-9"]
+
+
+def test_images_are_inline_only_when_they_are_images() -> None:
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+    good = {"type": "image", "data": png, "mimeType": "image/png"}
+    bad_type = {"type": "image", "data": png, "mimeType": 'image/svg+xml" onload="x'}
+    bad_data = {"type": "image", "data": 'AAAA" onerror="x', "mimeType": "image/png"}
+    entry = {"type": "message", "id": "a", "message": {"role": "user", "content": [good, bad_type, bad_data]}}
+    page = export.page("t", [export.Item(entry)], tree=False)
+    images = [attrs for tag, attrs in _assert_inert(page).tags if tag == "img"]
+    assert [image["src"] for image in images] == [f"data:image/png;base64,{png}"]
+    assert page.count("not shown") == 2
+
+
+def test_a_long_tool_result_is_cut_with_an_expander_for_the_rest() -> None:
+    entry = {"type": "message", "id": "a", "message": {"role": "toolResult", "toolName": "bash", "isError": True,
+             "content": [{"type": "text", "text": "x" * 5000}]}}
+    page = export.page("t", [export.Item(entry)], tree=False)
+    assert "show all 5,000 characters" in page and 'class="result error"' in page
+
+
+def test_an_unknown_leaf_is_an_error(service: SessionService) -> None:
+    sid = _open(service)
+    with pytest.raises(EntryNotFound):
+        service.export(p.ExportParams(sid, "html", leaf_id="ffffffff"))
+    other = service.export(p.ExportParams(sid, "markdown", leaf_id="2c3d4e5f")).content
+    assert "Raise a ValueError" in other and "On second thought" not in other
