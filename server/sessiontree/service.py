@@ -551,16 +551,13 @@ class SessionService:
 def _tree_items(session: Session, folded: FoldedTree, leaf: int | None) -> Iterable[export.Item]:
     """Every entry in tree order, with its branch depth; the path to `leaf` marked."""
     index = session.index
+    path = None if leaf == folded.leaf else set() if leaf is None else set(index.walk(leaf)[0])
     for row in folded.rows:
         for seq in range(row.first, row.last + 1):
             parent = index.parent_seq(seq)
             starts = parent is not None and parent != seq and len(folded.children(parent)) > 1
-            on_path = folded.on_path(seq) if leaf == folded.leaf else seq in _path_set(index, leaf)
+            on_path = folded.on_path(seq) if path is None else seq in path
             yield export.Item(session.entry(index.node(seq)), row.indent, starts, on_path, seq == leaf)
-
-
-def _path_set(index: Any, leaf: int | None) -> set[int]:
-    return set() if leaf is None else set(index.walk(leaf)[0])
 
 
 def _first_words(session: Session) -> str | None:
