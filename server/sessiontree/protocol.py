@@ -132,6 +132,21 @@ class ExportResult:
 
 
 @attrs.define
+class StatsParams:
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+@attrs.define
+class StatsResult:
+    sessions: int
+    tree: JsonObject
+    path: JsonObject | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+@attrs.define
 class EntriesParams:
     session_id: str
     ids: list[str] | None = None
@@ -560,6 +575,7 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/tree": MethodTypes(TreeParams, TreeResult, "Every entry as a flat depth-first tree."),
     "session/treeView": MethodTypes(TreeViewParams, TreeViewResult, "The tree folded, a page of rows at a time."),
     "session/export": MethodTypes(ExportParams, ExportResult, "The session as Markdown or a self-contained HTML page."),
+    "session/stats": MethodTypes(StatsParams, StatsResult, "Counts, tokens and cost of a session or a project."),
     "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
     "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import orjson
 
-from . import export, jsonfmt, protocol, summaries
+from . import export, jsonfmt, protocol, stats, summaries
 from .entries import Node, js_trim, now_iso, validate_entry
 from .errors import (
     FileReplaced,
@@ -76,6 +76,7 @@ class OpenSession:
         self._tree: tuple[int, protocol.TreeNodes, list[Warning]] | None = None  # (index version, ...)
         self._shape = Shape()  # where the parents column departs from seq - 1, extended as entries arrive
         self._folded: tuple[tuple[int, str | None], FoldedTree] | None = None  # (index version, leaf)
+        self._stats: tuple[tuple[int, str | None], tuple[stats.Stats, stats.Stats]] | None = None
         self.context_window: int | None = None  # registered with session/configure, for advice
         self.compaction_settings = protocol.CompactionSettings()
 
@@ -125,6 +126,23 @@ class OpenSession:
             found = previews_of_lines(self.session.storage.read, offsets, index.lengths, missing)
             previews.update(zip([offsets[seq] for seq in missing], found))
         return [previews[offset] for offset in offsets]
+
+    def stats(self) -> tuple[stats.Stats, stats.Stats]:
+        """The figures of the whole tree and of the leaf's path, kept until the index or leaf changes."""
+        index = self.session.index
+        key = (index.version, index.leaf_id)
+        if self._stats is None or self._stats[0] != key:
+            folded, read = self.folded(), self.session.storage.read
+            branching = {seq for seq in folded.extra if len(folded.children(seq)) > 1}
+            known: dict[int, stats.Facts | None] = {}
+            tree = stats.collect(index, range(len(index)), read, known)
+            tree.branch_points = len(branching)
+            leaf = folded.leaf
+            on_path = [] if leaf is None else index.walk(leaf)[0]
+            path = stats.collect(index, on_path, read, known)
+            path.branch_points = sum(1 for seq in on_path if seq in branching)
+            self._stats = (key, (tree, path))
+        return self._stats[1]
 
     def folded(self) -> FoldedTree:
         """The folded tree, made again only when an entry was added or the leaf moved."""
@@ -487,6 +505,41 @@ class SessionService:
         if params.format == "markdown":
             return protocol.ExportResult("markdown", leaf, export.markdown(title, items))
         return protocol.ExportResult("html", leaf, export.page(title, items, tree=params.scope == "tree"))
+
+    def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
+        if (params.session_id is None) == (params.cwd is None):
+            raise InvalidParams("send exactly one of sessionId and cwd", field="sessionId")
+        if params.session_id is not None:
+            opened = self._synced(params.session_id)
+            tree, path = opened.stats()
+            return protocol.StatsResult(1, tree.wire(), path.wire(), session_id=opened.id)
+        assert params.cwd is not None
+        total = stats.Stats()
+        files = session_files(self.root.path, [self.root.directory_for(params.cwd)])
+        counted = 0
+        for path in files:
+            found = self._file_stats(path)
+            if found is not None:
+                total.merge(found)
+                counted += 1
+        return protocol.StatsResult(counted, total.wire(), cwd=params.cwd)
+
+    def _file_stats(self, path: Path) -> stats.Stats | None:
+        """A file's whole-tree figures: from its open session, or from a read-only scan."""
+        opened = self._by_path.get(path)
+        if opened is not None:
+            opened.sync()
+            return opened.stats()[0]
+        try:
+            storage = FileStorage(path, writable=False, fd=confined.open_file(self.root.path, path, os.O_RDONLY))
+        except (SessionTreeError, OSError):  # gone, a link, not a regular file: not counted
+            return None
+        try:
+            return OpenSession(Session.load(storage, self._sidecar_of(path)), path, None).stats()[0]
+        except (SessionTreeError, OSError):
+            return None
+        finally:
+            storage.close()
 
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)

@@ -274,6 +274,8 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/label", {"sessionId": sid, "targetId": first})  # clears
     d.result("session/tree", {"sessionId": sid})
     d.result("session/export", {"sessionId": sid, "format": "html", "scope": "tree"})
+    d.result("session/stats", {"sessionId": sid})
+    d.result("session/stats", {"cwd": CWD})
     view = d.result("session/treeView", {"sessionId": sid, "limit": 3})
     d.result("session/treeView", {"sessionId": sid, "offset": 3, "limit": 3, "reveal": view["leafId"]})
     forked = d.result("session/fork", {"sessionId": sid, "entryId": answer})
@@ -450,6 +452,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/tree", "session/tree", {"sessionId": sid})
     call("session/treeView", "session/treeView", {"sessionId": sid, "limit": 50})
     call("session/export", "session/export", {"sessionId": sid, "format": "markdown"})
+    call("session/stats", "session/stats", {"sessionId": sid})
     call("session/entries", "session/entries", {"sessionId": sid, "since": None, "limit": 10})
     call("session/branch", "session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried another way."})
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})

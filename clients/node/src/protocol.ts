@@ -334,6 +334,19 @@ export interface SetNameParams {
   expectedLeafId?: string | null;
 }
 
+export interface StatsParams {
+  sessionId?: string | null;
+  cwd?: string | null;
+}
+
+export interface StatsResult {
+  sessions: number;
+  tree: { [key: string]: unknown };
+  path?: { [key: string]: unknown };
+  sessionId?: string;
+  cwd?: string;
+}
+
 export interface SubscribeResult {
   leafId: string | null;
   cursor: string | null;
@@ -448,6 +461,7 @@ export interface Methods {
   "session/prepareBranchSummary": { params: PrepareBranchSummaryParams; result: PrepareBranchSummaryResult };
   "session/prepareCompaction": { params: PrepareCompactionParams; result: PrepareCompactionResult };
   "session/setName": { params: SetNameParams; result: AppendResult };
+  "session/stats": { params: StatsParams; result: StatsResult };
   "session/subscribe": { params: SessionParams; result: SubscribeResult };
   "session/tree": { params: TreeParams; result: TreeResult };
   "session/treeView": { params: TreeViewParams; result: TreeViewResult };
@@ -464,7 +478,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 
