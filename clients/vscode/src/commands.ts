@@ -1,5 +1,5 @@
 import type { SessionView } from "./session";
-import type { EntryItem } from "./model";
+import { describe, type EntryItem } from "./model";
 
 /** The few editor interactions the commands need; VS Code's window in the extension, a script in tests. */
 export interface Ui {
@@ -68,7 +68,7 @@ export async function label(ui: Ui, view: SessionView, target?: Target): Promise
   const { sessionId } = view.require();
   const targetId = await resolveTarget(ui, view, target, "Label which entry?");
   if (targetId === undefined) return undefined;
-  const current = view.model?.entries.get(targetId)?.node.label;
+  const current = (typeof target === "object" ? target.row.label : undefined) ?? view.tree?.entry(targetId)?.row.label;
   const text = await ui.input("Label (empty clears it)", current);
   if (text === undefined) return undefined;
   await view.client.label({ sessionId, targetId, ...(text.trim() ? { label: text.trim() } : {}) });
@@ -91,12 +91,14 @@ export async function fork(ui: Ui, view: SessionView, target?: Target): Promise<
 async function resolveTarget(ui: Ui, view: SessionView, target: Target, placeholder: string): Promise<string | undefined> {
   if (typeof target === "string") return target;
   if (target !== undefined) return target.id;
-  const entries = [...(view.model?.entries.values() ?? [])];
+  // No row given (the command palette): the rows of the folded tree, every one an entry worth
+  // picking (branch points, branches, labelled entries, the leaf, ends); runs are left out.
+  const rows = (await view.tree?.entryRows()) ?? [];
   const chosen = await ui.pick(
-    entries.map((entry) => ({
-      label: entry.title,
-      description: [entry.node.label ? `[${entry.node.label}]` : "", entry.isLeaf ? "leaf" : ""].join(" ").trim(),
-      id: entry.id,
+    rows.map((row) => ({
+      label: describe(row),
+      description: [row.label ? `[${row.label}]` : "", row.leaf ? "leaf" : ""].join(" ").trim(),
+      id: row.id,
     })),
     placeholder,
   );

@@ -45,7 +45,7 @@ class Extension implements vscode.Disposable {
 
   private createView(client: SessionTreeClient): SessionView {
     const view = new SessionView(client);
-    const provider = new SessionTreeProvider(view);
+    const provider = new SessionTreeProvider(view, (error) => this.report(error));
     const tree = vscode.window.createTreeView("sessiontree.tree", { treeDataProvider: provider, showCollapseAll: true });
     let revealed: string | undefined;
     this.disposables.push(
@@ -56,11 +56,11 @@ class Extension implements vscode.Disposable {
       view.onDidChange((model) => {
         this.status.show(view);
         this.documents.changed();
-        tree.message = view.current !== undefined && model?.items.length === 0 ? "The session has no entries yet." : undefined;
+        tree.message = view.current !== undefined && model?.total === 0 ? "The session has no entries yet." : undefined;
         tree.description = view.current === undefined ? undefined : (view.current.name ?? basename(view.current.path, ".jsonl"));
         // Where the leaf went (a session opened, a branch switched, another writer went on), the
-        // view scrolls to it: the end of a long conversation, or deep in a range.
-        const leaf = model?.leafId ? model.entries.get(model.leafId) : undefined;
+        // view scrolls to it: the leaf is in the top-level list, on the page the tree was loaded from.
+        const leaf = model?.leafItem;
         const key = `${view.current?.sessionId} ${model?.leafId}`;
         if (leaf !== undefined && key !== revealed && tree.visible) {
           revealed = key;

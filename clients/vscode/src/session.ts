@@ -1,5 +1,6 @@
 import { Emitter, type Disposable, type Event, type SessionTreeClient } from "sessiontree-client";
-import { buildModel, type Model } from "./model";
+import type { InfoResult } from "sessiontree-client";
+import { SessionTree, StaleTree } from "./model";
 
 export interface OpenSession {
   sessionId: string;
@@ -8,23 +9,35 @@ export interface OpenSession {
 }
 
 /**
- * The session the view shows: opens it in the daemon, subscribes to other writers, and rebuilds
- * the model after every change, ours (commands) or theirs (session/didChange). The daemon can be
- * replaced (after it stopped): `attach` opens the same file in the new one.
+ * The session the view shows: opens it in the daemon, subscribes to other writers, and loads the
+ * folded tree again (from the page that shows the leaf) after every change, ours (commands) or
+ * theirs (session/didChange). The daemon can be replaced (after it stopped): `attach` opens the
+ * same file in the new one.
  */
 export class SessionView implements Disposable {
   current: OpenSession | undefined;
-  model: Model | undefined;
-  private readonly changed = new Emitter<Model | undefined>();
+  /** The folded tree as the view shows it, for the session's state at the last refresh. */
+  tree: SessionTree | undefined;
+  /** Entries in the file (session/info's entryCount). */
+  entryCount = 0;
+  private readonly changed = new Emitter<SessionTree | undefined>();
   private subscription: Disposable;
+  /** The refresh running, and the one queued after it (which will see every change until it starts). */
+  private running: Promise<SessionTree | undefined> | undefined;
+  private queued: Promise<SessionTree | undefined> | undefined;
 
   constructor(public client: SessionTreeClient) {
     this.subscription = this.follow(client);
   }
 
-  /** Fires with the new model after each refresh. */
-  get onDidChange(): Event<Model | undefined> {
+  /** Fires with the new tree after each refresh. */
+  get onDidChange(): Event<SessionTree | undefined> {
     return this.changed.event;
+  }
+
+  /** The leaf at the last refresh. */
+  get leafId(): string | null {
+    return this.tree?.leafId ?? null;
   }
 
   private follow(client: SessionTreeClient): Disposable {
@@ -56,22 +69,59 @@ export class SessionView implements Disposable {
     return this.current;
   }
 
-  async refresh(): Promise<Model | undefined> {
+  /**
+   * Load the tree again. Calls while one runs share a second one that starts when it ends, so a
+   * burst of changes costs two loads, and a caller always gets a tree loaded after its call.
+   */
+  refresh(): Promise<SessionTree | undefined> {
+    if (this.running === undefined) return this.start();
+    this.queued ??= this.running.then(
+      () => this.start(),
+      () => this.start(),
+    );
+    return this.queued;
+  }
+
+  private start(): Promise<SessionTree | undefined> {
+    this.queued = undefined;
+    const running = this.load().finally(() => {
+      if (this.running === running) this.running = undefined;
+    });
+    this.running = running;
+    return running;
+  }
+
+  private async load(): Promise<SessionTree | undefined> {
     const session = this.current;
     if (session === undefined) {
-      this.model = undefined;
+      this.tree = undefined;
+      this.entryCount = 0;
     } else {
-      const [tree, info] = await Promise.all([
-        this.client.tree({ sessionId: session.sessionId }),
-        this.client.info({ sessionId: session.sessionId }),
-      ]);
+      const { client } = this;
+      const { sessionId } = session;
+      let tree: SessionTree | undefined;
+      let info: InfoResult;
+      // A page from a newer state (another writer went on while we read): read again.
+      for (let attempt = 1; ; attempt++) {
+        info = await client.info({ sessionId });
+        try {
+          tree = await SessionTree.load((params) => client.treeView({ sessionId, ...params }), info.leafId, () => {
+            if (this.tree === tree) void this.refresh().catch(() => undefined);
+          });
+          break;
+        } catch (error) {
+          if (!(error instanceof StaleTree) || attempt === 3) throw error;
+        }
+      }
       // The name can change under us (another writer's session_info).
       if (info.name) session.name = info.name;
       else delete session.name;
-      this.model = buildModel(tree);
+      if (this.current !== session) return this.tree; // another session was opened meanwhile
+      this.entryCount = info.entryCount;
+      this.tree = tree;
     }
-    this.changed.fire(this.model);
-    return this.model;
+    this.changed.fire(this.tree);
+    return this.tree;
   }
 
   /** The open session, or an error a command can show. */

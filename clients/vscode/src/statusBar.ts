@@ -16,10 +16,10 @@ export class SessionStatus implements vscode.Disposable {
       this.item.hide();
       return;
     }
-    const leaf = view.model?.leafId ?? null;
+    const leaf = view.leafId;
     const name = session.name ?? basename(session.path, ".jsonl");
     this.item.text = `$(list-tree) ${name} · leaf ${leaf ?? "none"}`;
-    this.item.tooltip = `${session.path}\n${view.model?.entries.size ?? 0} entries · leaf ${leaf ?? "none"}\nClick to show the context at the leaf`;
+    this.item.tooltip = `${session.path}\n${view.entryCount.toLocaleString("en-US")} entries · leaf ${leaf ?? "none"}\nClick to show the context at the leaf`;
     this.item.command = "sessiontree.showContext";
     this.item.backgroundColor = undefined;
     this.item.show();

@@ -1,22 +1,15 @@
 // The extension's commands and live updates, without VS Code: a scripted Ui, the real daemon
-// through the Node library, and assertions on the model and on the session file.
+// through the Node library, and assertions on what the view shows and on the session file.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { SessionTreeClient, parseCommand } from "sessiontree-client";
+import { SessionTreeClient } from "sessiontree-client";
 import * as commands from "../src/commands";
-import type { EntryItem } from "../src/model";
+import { badges, type EntryItem } from "../src/model";
 import { SessionView } from "../src/session";
-
-const REPO = resolve(__dirname, "..", "..", "..", "..");
-
-function daemon(): string[] {
-  if (process.env.SESSIONTREE_COMMAND) return parseCommand(process.env.SESSIONTREE_COMMAND);
-  const venv = join(REPO, ".venv", "bin", "python");
-  return [process.env.SESSIONTREE_PYTHON ?? (existsSync(venv) ? venv : "python3"), "-m", "sessiontree", "serve"];
-}
+import { daemon, listUnder } from "./support";
 
 /** Answers the commands' questions from a queue, and keeps what they told the user. */
 class ScriptedUi implements commands.Ui {
@@ -47,6 +40,12 @@ class ScriptedUi implements commands.Ui {
   }
 }
 
+/** The entries of the view's top-level list (runs and ranges opened), and its branches. */
+async function topLevel(view: SessionView) {
+  const shown = await listUnder(view.tree!, undefined);
+  return shown.filter((item): item is EntryItem => item.kind === "entry");
+}
+
 const message = (role: string, text: string) => ({
   type: "message",
   message: role === "user" ? { role, content: text, timestamp: 1 } : { role, content: [{ type: "text", text }], timestamp: 1 },
@@ -60,6 +59,7 @@ describe("extension commands", () => {
   let ui: ScriptedUi;
   let path: string;
   let ids: string[];
+  const asked: string[] = [];
 
   before(async () => {
     dir = realpathSync(mkdtempSync(join(tmpdir(), "sessiontree-vscode-")));
@@ -75,6 +75,12 @@ describe("extension commands", () => {
     });
     ids = (batch.appended ?? []).map((entry) => entry.id);
     await other.setName({ sessionId: created.sessionId, name: "Demo" });
+    // Every method the view's daemon is asked for, in order.
+    const request = client.request.bind(client);
+    client.request = ((method: string, ...rest: unknown[]) => {
+      asked.push(method);
+      return (request as (...args: unknown[]) => unknown)(method, ...rest);
+    }) as typeof client.request;
     view = new SessionView(client);
     ui = new ScriptedUi();
   });
@@ -89,11 +95,10 @@ describe("extension commands", () => {
     const sessionId = await commands.openSession(ui, view);
     assert.ok(sessionId);
     assert.equal(view.current?.path, path);
-    assert.deepEqual(
-      [...view.model!.entries.keys()].slice(0, 3),
-      ids,
-    );
+    // The session_info entry that names it is the last: the messages come first.
+    assert.deepEqual((await topLevel(view)).map((entry) => entry.id).slice(0, 3), ids);
     assert.equal(view.current?.name, "Demo");
+    assert.equal(view.tree!.leafItem?.row.type, "session_info");
   });
 
   it("shows the daemon's $/progress while it lists the sessions", async () => {
@@ -106,19 +111,21 @@ describe("extension commands", () => {
   });
 
   it("switches branch from a tree item, and appends then go there", async () => {
-    const item = view.model!.entries.get(ids[0]!)!;
+    const item = (await topLevel(view)).find((entry) => entry.id === ids[0])!;
     assert.equal(await commands.switchBranch(ui, view, item), ids[0]);
-    assert.equal(view.model!.leafId, ids[0]);
+    assert.equal(view.leafId, ids[0]);
     const { sessionId } = view.require();
     await client.append({ sessionId, entry: message("user", "Another way") });
     await view.refresh();
-    const [root, next] = view.model!.items as EntryItem[];
+    const [root, next] = await topLevel(view);
+    assert.equal(root!.holdsBranches, true, "the first entry is now a branch point");
     assert.deepEqual(
-      root!.branches.map((branch) => branch.headId),
+      (await view.tree!.childrenOf(root)).map((branch) => branch.kind === "branch" && branch.headId),
       [ids[1]],
-      "the first entry is now a branch point; the view goes on with the new entry",
+      "it holds the old line as a branch; the view goes on with the new entry",
     );
     assert.equal(next!.isLeaf, true);
+    assert.equal(next!.title, "user: Another way");
   });
 
   it("switches branch with a pick when no item is given", async () => {
@@ -129,7 +136,9 @@ describe("extension commands", () => {
   it("labels an entry; the label is in the file and in the view", async () => {
     ui.inputs.push("  start  ");
     assert.equal(await commands.label(ui, view, ids[0]), "start");
-    assert.equal(view.model!.entries.get(ids[0]!)!.node.label, "start");
+    const root = (await topLevel(view)).find((entry) => entry.id === ids[0])!;
+    assert.equal(root.row.label, "start");
+    assert.equal(badges(root), "[start]");
     const lines = readFileSync(path, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.deepEqual(
       lines.filter((entry) => entry.type === "label").map((entry) => [entry.targetId, entry.label]),
@@ -142,22 +151,33 @@ describe("extension commands", () => {
   it("updates live when another process appends", async () => {
     const { sessionId } = view.require();
     let appendedId: string | undefined;
-    const has = (model = view.model) => appendedId !== undefined && model?.entries.has(appendedId) === true;
+    const has = (tree = view.tree) => appendedId !== undefined && tree?.leafItem?.id === appendedId;
     // The change may arrive before or after the other daemon's answer: either order is awaited.
     let settle: () => void = () => undefined;
     const updated = new Promise<void>((done) => (settle = done));
-    const subscription = view.onDidChange((model) => {
-      if (has(model ?? undefined)) settle();
+    const subscription = view.onDidChange((tree) => {
+      if (has(tree ?? undefined)) settle();
     });
     const opened = await other.open({ path });
     // The other daemon has its own leaf (it created the session); it continues ours explicitly.
-    const parentId = view.model!.leafId;
+    const parentId = view.leafId;
     appendedId = (await other.append({ sessionId: opened.sessionId, entry: message("assistant", "From elsewhere"), parentId })).id;
     if (has()) settle();
     await updated;
     subscription.dispose();
-    assert.equal(view.model!.entries.get(appendedId)!.isLeaf, true, "it continued our leaf, so the leaf followed");
+    assert.equal(view.tree!.leafItem!.title, "assistant: From elsewhere", "it continued our leaf, so the leaf followed");
+    assert.equal(view.tree!.leafItem!.parent, undefined, "and is shown in the top-level list");
     assert.equal(view.current?.sessionId, sessionId);
+  });
+
+  it("loads the tree once more for a burst of changes, and never asks for the whole tree", async () => {
+    const before = asked.length;
+    const loads = await Promise.all(Array.from({ length: 10 }, () => view.refresh()));
+    const infos = asked.slice(before).filter((method) => method === "session/info").length;
+    assert.equal(infos, 2, "the load running, then one for every call made meanwhile");
+    assert.equal(loads.at(-1), view.tree);
+    assert.ok(asked.includes("session/treeView"));
+    assert.ok(!asked.includes("session/tree"), "session/tree is never asked for");
   });
 
   it("forks at an entry into a new file and shows it", async () => {
@@ -166,7 +186,7 @@ describe("extension commands", () => {
     assert.ok(forked && existsSync(forked));
     assert.notEqual(view.current!.sessionId, before);
     assert.equal(view.current!.path, forked);
-    assert.deepEqual([...view.model!.entries.values()].filter((entry) => entry.node.type === "message").map((entry) => entry.id), ids.slice(0, 2));
+    assert.deepEqual((await topLevel(view)).filter((entry) => entry.row.type === "message").map((entry) => entry.id), ids.slice(0, 2));
     assert.match(ui.shown.at(-1) ?? "", /Forked into/);
   });
 
