@@ -28,7 +28,8 @@ describe("the extension in a real VS Code workbench", () => {
   const row = (id) => view().locator(`.monaco-list-row[aria-label$="(entry ${id})"]`);
   const status = () => page.locator(`[id="${EXTENSION_ID}.sessiontree.status"]`);
   const lines = () => readFileSync(sessionFile, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line));
-  const branchRow = (title) => view().locator(`.monaco-list-row[aria-label^="${title}"]:not([aria-label*="(entry "])`);
+  const branchRow = (title) => view().locator(`.monaco-list-row[aria-label^="${title}"][aria-label*="(branch from "]`);
+  const runRow = (first) => view().locator(`.monaco-list-row[aria-label*="entries, from ${first} to "]`);
   const leafRows = () => view().locator('.monaco-list-row[aria-label*="← leaf"]');
 
   before(async () => {
@@ -103,8 +104,18 @@ describe("the extension in a real VS Code workbench", () => {
     await item.click();
     await row("9d0e1f2a").waitFor();
     // The path to the leaf is the top-level list; the branch point holds the other branch.
+    assert.equal(await row("f6a7b8c9").getAttribute("aria-expanded"), "true");
     assert.equal(await branchRow("label: f6a7b8c9: diagnosis").getAttribute("aria-expanded"), "false");
     await row("3d4e5f6a").waitFor();
+    // Entries with one child and nothing to show are folded into a run row, opened on demand.
+    assert.equal(await runRow("b2c3d4e5").getAttribute("aria-label"), "… 4 entries, from b2c3d4e5 to e5f6a7b8");
+    assert.equal(await runRow("b2c3d4e5").getAttribute("aria-expanded"), "false");
+    assert.equal(await row("c3d4e5f6").count(), 0);
+    await runRow("b2c3d4e5").click();
+    await row("c3d4e5f6").waitFor();
+    assert.match(await row("c3d4e5f6").getAttribute("aria-label"), /^user: The tests in parser\.py fail on empty input/);
+    await runRow("b2c3d4e5").click();
+    await until("the run row to close", async () => (await row("c3d4e5f6").count()) === 0, 15_000);
     assert.equal(await leafRows().count(), 1);
     assert.match(await row("9d0e1f2a").getAttribute("aria-label"), /← leaf/);
     assert.equal((await status().innerText()).trim(), `${NAME} · leaf 9d0e1f2a`);
