@@ -60,10 +60,10 @@ def advertised_methods() -> list[str]:
 
 
 def registered_methods() -> set[str]:
-    """The `session/*` handlers in the server's pygls feature registry."""
-    from sessiontree.server import server
+    """The `session/*` methods of the daemon's handler table."""
+    from sessiontree.server import HANDLERS
 
-    return {name for name in server.protocol.fm.features if name.startswith("session/")}
+    return {name for name in HANDLERS if name.startswith("session/")}
 
 
 # --------------------------------------------------------------------------- methods

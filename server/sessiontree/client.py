@@ -12,7 +12,6 @@ own classes for their codes (`except LeafConflict:` works), `RpcError` for the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 from collections import deque
@@ -24,7 +23,10 @@ from typing import Any, Final
 from . import jsonfmt, protocol
 from .errors import ALL_ERRORS, SessionTreeError
 from .protocol import converter, to_wire
-from .rpc.framing import Frame, FrameDecoder, Rejected
+from .rpc.codes import ErrorCode
+from .rpc.endpoint import CANCEL_REQUEST, Endpoint, ResponseError
+from .rpc.envelope import Notification
+from .rpc.framing import FrameDecoder, Rejected
 from .rpc.stdio import READ_CHUNK
 
 NotificationHandler = Callable[[str, Any], None]
@@ -54,11 +56,11 @@ class DaemonGone(ConnectionError):
 
 def error_from_wire(error: Any) -> SessionTreeError:
     if not isinstance(error, dict):
-        return RpcError(-32603, f"malformed error: {error!r}")
+        return RpcError(ErrorCode.INTERNAL_ERROR, f"malformed error: {error!r}")
     code, message, data = error.get("code"), str(error.get("message", "")), error.get("data")
     cls = _ERRORS_BY_CODE.get(code)  # type: ignore[arg-type]
     if cls is None:
-        return RpcError(code if isinstance(code, int) else -32603, message, data)
+        return RpcError(code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR, message, data)
     exc = cls(message)
     if isinstance(data, dict):
         exc.data = data
@@ -70,6 +72,26 @@ def server_command(sessions_dir: Path | None = None, *extra: str) -> list[str]:
     if sessions_dir is not None:
         command += ["--sessions-dir", str(sessions_dir)]
     return command + list(extra)
+
+
+class _DaemonLink(Endpoint):
+    """The client's end of the connection: errors come back as the domain's classes."""
+
+    def __init__(self, client: SessionTreeClient) -> None:
+        super().__init__(client._write)
+        self._client = client
+
+    def remote_error(self, error: Any) -> Exception:
+        return error_from_wire(error)
+
+    def on_rejected(self, event: Rejected) -> None:
+        self._client.stderr_tail.append(f"client: bad frame from daemon: {event.reason}")
+
+    def on_notification(self, notification: Notification) -> None:
+        if notification.method == CANCEL_REQUEST:
+            self.on_cancel(notification.params)
+        else:
+            self._client._notified(notification.method, notification.params)
 
 
 class SessionTreeClient:
@@ -88,13 +110,13 @@ class SessionTreeClient:
         self.env = env
         self.on_notification = on_notification
         self.summarize = summarize
-        self._answering: dict[Any, asyncio.Task[None]] = {}  # the daemon's requests being answered
         self.notification_handlers: dict[str, Callable[[Any], None]] = {}
         self.initialize_result: dict[str, Any] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES)
         self._process: asyncio.subprocess.Process | None = None
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._next_id = 0
+        self._link = _DaemonLink(self)
+        if summarize is not None:
+            self._link.handlers[SUMMARIZE] = self._summarize
         self._tasks: list[asyncio.Task[None]] = []
 
     # ----------------------------------------------------------------- lifecycle
@@ -146,21 +168,11 @@ class SessionTreeClient:
     # ----------------------------------------------------------------- raw JSON-RPC
 
     async def request(self, method: str, params: Any = None) -> Any:
-        self._next_id += 1
-        msg_id = self._next_id
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self._write(message)
-        return await future
+        _, answer = self._link.request(method, params)
+        return await answer
 
     def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self._write(message)
+        self._link.notify(method, params)
 
     def _write(self, message: dict[str, Any]) -> None:
         if self._process is None or self._process.stdin is None or self._process.stdin.is_closing():
@@ -172,70 +184,25 @@ class SessionTreeClient:
         assert self._process is not None and self._process.stdout is not None
         decoder = FrameDecoder(max_message_bytes=1 << 40)  # we trust the daemon's sizes
         while data := await self._process.stdout.read(READ_CHUNK):
-            for event in decoder.feed(data):
-                if isinstance(event, Frame):
-                    self._dispatch(event.message)
-                elif isinstance(event, Rejected):
-                    self.stderr_tail.append(f"client: bad frame from daemon: {event.reason}")
+            self._link.on_events(decoder.feed(data))
         await self._process.wait()
-        gone = DaemonGone(self._gone_message())
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(gone)
-        self._pending.clear()
+        self._link.fail_waiting(DaemonGone(self._gone_message()))
 
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
         while line := await self._process.stderr.readline():
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip("\n"))
 
-    def _dispatch(self, message: Any) -> None:
-        if not isinstance(message, dict):
-            return
-        if "method" in message:
-            if "id" in message:
-                self._answer(message)
-            elif message["method"] == "$/cancelRequest":
-                self._cancel_answer(message.get("params"))
-            else:
-                self._notified(message["method"], message.get("params"))
-            return
-        future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-        if future is None or future.done():
-            return
-        if "error" in message:
-            future.set_exception(error_from_wire(message["error"]))
-        else:
-            future.set_result(message.get("result"))
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        """A request from the daemon: summarise if we can, else method not found."""
-        msg_id = message["id"]
-        if message["method"] != SUMMARIZE or self.summarize is None:
-            error = {"code": -32601, "message": f"method not found: {message['method']}"}
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error})
-            return
-        task = asyncio.get_running_loop().create_task(self._summarize(msg_id, message.get("params")))
-        self._answering[msg_id] = task
-        task.add_done_callback(lambda _: self._answering.pop(msg_id, None))
-
-    async def _summarize(self, msg_id: Any, raw: Any) -> None:
+    async def _summarize(self, raw: Any) -> Any:
+        """The daemon's `sessiontree/summarize`, answered by the `summarize` callback."""
         assert self.summarize is not None
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id}
         try:
             params = converter.structure(raw, protocol.SummarizeParams)
-            reply["result"] = to_wire(await self.summarize(params))
-        except asyncio.CancelledError:
-            reply["error"] = {"code": -32800, "message": "summary cancelled"}
+            return to_wire(await self.summarize(params))
+        except asyncio.CancelledError:  # the daemon sent $/cancelRequest
+            raise ResponseError(ErrorCode.REQUEST_CANCELLED, "summary cancelled") from None
         except Exception as exc:  # the model failed: the daemon appends nothing and reports it
-            reply["error"] = {"code": -32603, "message": f"summarize failed: {exc}"}
-        with contextlib.suppress(DaemonGone):
-            self._write(reply)
-
-    def _cancel_answer(self, params: Any) -> None:
-        task = self._answering.get(params.get("id")) if isinstance(params, dict) else None
-        if task is not None:
-            task.cancel()
+            raise ResponseError(ErrorCode.INTERNAL_ERROR, f"summarize failed: {exc}") from None
 
     def _notified(self, method: str, params: Any) -> None:
         if (handler := self.notification_handlers.get(method)) is not None:
@@ -279,6 +246,18 @@ class SessionTreeClient:
 
     async def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         return await self.call("session/tree", params)
+
+    async def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
+        return await self.call("session/treeView", params)
+
+    async def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
+        return await self.call("session/treeView", params)
+
+    async def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
+        return await self.call("session/export", params)
+
+    async def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
+        return await self.call("session/stats", params)
 
     async def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         return await self.call("session/entries", params)
@@ -375,6 +354,18 @@ class SyncSessionTreeClient:
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         return self._run(self.client.tree(params))
+
+    def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
+        return self._run(self.client.tree_view(params))
+
+    def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
+        return self._run(self.client.tree_view(params))
+
+    def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
+        return self._run(self.client.export(params))
+
+    def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
+        return self._run(self.client.stats(params))
 
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         return self._run(self.client.entries(params))

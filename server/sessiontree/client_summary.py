@@ -10,48 +10,44 @@ client's summarising as a `$/cancelRequest` of ours; a client that answers ours 
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from typing import Any, Final
-
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
 
 from . import protocol
 from .errors import NothingToCompact, SessionTreeError, SummarizerUnavailable, SummaryFailed
 from .protocol import UNSET, SummarizeParams, SummarizeResult, converter, to_wire
+from .rpc.codes import ErrorCode
+from .rpc.endpoint import ResponseError
+from .rpc.lsp import LspServer
 from .service import SessionService
 
 SUMMARIZE: Final = "sessiontree/summarize"
-CANCEL_REQUEST: Final = "$/cancelRequest"
-REQUEST_CANCELLED: Final = -32800
 DEFAULT_TIMEOUT_MS: Final = 300_000
 
 
 class SummaryCancelled(SessionTreeError):
     """The client cancelled the summary it was asked for: the request ends as cancelled."""
 
-    code = REQUEST_CANCELLED
+    code = ErrorCode.REQUEST_CANCELLED
     name = "RequestCancelled"
 
 
-def can_summarize(capabilities: Any) -> bool:
+def can_summarize(capabilities: dict[str, Any]) -> bool:
     """`initialize` announced `capabilities.experimental.sessiontree.summarize: true`."""
-    experimental = getattr(capabilities, "experimental", None)
+    experimental = capabilities.get("experimental")
     ours = experimental.get("sessiontree") if isinstance(experimental, dict) else None
     return isinstance(ours, dict) and ours.get("summarize") is True
 
 
 class Summarizer:
-    """Asks the client for summaries on behalf of one server."""
+    """Asks the client for summaries on behalf of one daemon."""
 
-    def __init__(self, server: LanguageServer, service: SessionService) -> None:
-        self.server = server
+    def __init__(self, peer: LspServer, service: SessionService, client_capabilities: dict[str, Any]) -> None:
+        self.peer = peer
         self.service = service
+        self.client_capabilities = client_capabilities
 
     def _require_capability(self) -> None:
-        if not can_summarize(self.server.protocol.client_capabilities):
+        if not can_summarize(self.client_capabilities):
             raise SummarizerUnavailable(
                 "the client did not announce capabilities.experimental.sessiontree.summarize in initialize"
             )
@@ -90,35 +86,24 @@ class Summarizer:
 
     async def _ask(self, request: SummarizeParams, timeout_ms: int | None, token: int | str | None) -> SummarizeResult:
         timeout = (DEFAULT_TIMEOUT_MS if timeout_ms is None else timeout_ms) / 1000
-        progress = self.server.work_done_progress
-        if token is not None:
-            progress.begin(token, types.WorkDoneProgressBegin(title="Waiting for the client's summary", cancellable=True))
-        msg_id = str(uuid.uuid4())
-        future = self.server.protocol.send_request(SUMMARIZE, to_wire(request), msg_id=msg_id)
+        progress = self.peer.progress(token) if token is not None else None
+        if progress is not None:
+            progress.begin("Waiting for the client's summary", cancellable=True)
         try:
-            raw = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+            # A timeout or a cancelled request withdraws ours: the client is sent $/cancelRequest.
+            raw = await self.peer.call(SUMMARIZE, to_wire(request), timeout)
         except TimeoutError:
-            self._withdraw(msg_id)
             raise SummaryFailed(f"no summary from the client within {timeout_ms} ms", reason="timeout") from None
-        except asyncio.CancelledError:
-            self._withdraw(msg_id)
-            raise
-        except JsonRpcException as exc:
+        except ResponseError as exc:
             raise _client_error(exc) from None
         finally:
-            if token is not None:
-                progress.end(token, types.WorkDoneProgressEnd())
-                progress.tokens.pop(token, None)
+            if progress is not None:
+                progress.end()
         return _answer(raw)
 
-    def _withdraw(self, msg_id: str) -> None:
-        """Stop waiting for our request and tell the client it may stop summarising."""
-        self.server.protocol._request_futures.pop(msg_id, None)
-        self.server.protocol.notify(CANCEL_REQUEST, types.CancelParams(id=msg_id))
 
-
-def _client_error(exc: JsonRpcException) -> SessionTreeError:
-    if exc.code == REQUEST_CANCELLED:
+def _client_error(exc: ResponseError) -> SessionTreeError:
+    if exc.code == ErrorCode.REQUEST_CANCELLED:
         return SummaryCancelled("the client cancelled the summary")
     error = {"code": exc.code, "message": exc.message}
     return SummaryFailed(f"the client could not summarise: {exc.message}", reason="error", clientError=error)

@@ -27,7 +27,7 @@ import orjson
 
 from . import protocol
 from .errors import ALL_ERRORS
-from .rpc import envelope
+from .rpc.codes import ErrorCode
 
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
@@ -158,13 +158,13 @@ def _client_requests() -> dict[str, Any]:
 def error_codes() -> dict[str, int]:
     """Every error code of protocol.md's table, by name: JSON-RPC's and LSP's, then the daemon's own."""
     codes = {
-        "ParseError": envelope.PARSE_ERROR,
-        "InvalidRequest": envelope.INVALID_REQUEST,
-        "MethodNotFound": envelope.METHOD_NOT_FOUND,
-        "InvalidParams": envelope.INVALID_PARAMS,
-        "InternalError": envelope.INTERNAL_ERROR,
-        "ServerNotInitialized": envelope.SERVER_NOT_INITIALIZED,
-        "RequestCancelled": envelope.REQUEST_CANCELLED,
+        "ParseError": int(ErrorCode.PARSE_ERROR),
+        "InvalidRequest": int(ErrorCode.INVALID_REQUEST),
+        "MethodNotFound": int(ErrorCode.METHOD_NOT_FOUND),
+        "InvalidParams": int(ErrorCode.INVALID_PARAMS),
+        "InternalError": int(ErrorCode.INTERNAL_ERROR),
+        "ServerNotInitialized": int(ErrorCode.SERVER_NOT_INITIALIZED),
+        "RequestCancelled": int(ErrorCode.REQUEST_CANCELLED),
     }
     for cls in ALL_ERRORS:
         codes.setdefault(cls.name, cls.code)

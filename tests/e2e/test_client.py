@@ -12,7 +12,7 @@ import pytest
 from sessiontree import protocol as p
 from sessiontree.client import RpcError, SessionTreeClient, SyncSessionTreeClient
 from sessiontree.errors import LeafConflict, SessionNotFound, SummaryFailed
-from sessiontree.server import _service_call
+from sessiontree.server import HANDLERS
 
 
 def user(text: str) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def user(text: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("method", sorted(p.METHODS))
 def test_every_method_has_a_typed_call_on_both_clients(method: str) -> None:
-    name = _service_call(method).__name__.removeprefix("session_")
+    name = HANDLERS[method].call.__name__
     assert callable(getattr(SessionTreeClient, name)) and callable(getattr(SyncSessionTreeClient, name))
 
 

@@ -169,9 +169,9 @@ def test_print_in_a_handler_goes_to_stderr_not_the_wire(sessions_dir: Path) -> N
     script = (
         "import sys\n"
         "from sessiontree import cli, server\n"
-        "features = server.server.protocol.fm.features\n"
-        "real = features['session/info']\n"
-        "features['session/info'] = lambda params: print('stray output') or real(params)\n"
+        "real = server.HANDLERS['session/info']\n"
+        "stray = lambda service, params: print('stray output') or real.call(service, params)\n"
+        "server.HANDLERS['session/info'] = server.Handler(real.params, stray)\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     body = frame(INITIALIZE) + frame(info(1)) + frame(SHUTDOWN) + frame(EXIT)

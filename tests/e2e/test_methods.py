@@ -15,7 +15,7 @@ from pytest_lsp import LanguageClient
 
 from sessiontree.errors import ALL_ERRORS
 from sessiontree.protocol import METHODS
-from sessiontree.server import server
+from sessiontree.server import HANDLERS
 from support.daemon import frame, info, request
 
 CWD = "/work/project"
@@ -62,7 +62,7 @@ def texts(context: dict[str, Any]) -> list[Any]:
 
 
 def test_handlers_table_and_capabilities_agree() -> None:
-    assert set(server.protocol.fm.features) == set(METHODS)
+    assert set(HANDLERS) == set(METHODS)
 
 
 async def test_create_open_info_close(client: LanguageClient, sessions_dir: Path) -> None:
@@ -259,8 +259,9 @@ async def _summarizer_unavailable(client: LanguageClient, root: Path) -> JsonRpc
 async def _summary_failed(client: LanguageClient, root: Path) -> JsonRpcException:
     """The fixture's client cannot summarise, so the failure is provoked in-process."""
     from sessiontree.client_summary import _client_error
+    from sessiontree.rpc.endpoint import ResponseError
 
-    error = _client_error(JsonRpcException.from_error(types.ResponseError(code=-32000, message="no model")))
+    error = _client_error(ResponseError(code=-32000, message="no model"))
     return JsonRpcException.from_error(types.ResponseError(code=error.code, message=error.message, data=error.data))
 
 
@@ -303,9 +304,9 @@ def test_unexpected_failures_are_32603_with_a_traceback_only_when_debugging(sess
     script = (
         "import sys\n"
         "from sessiontree import cli, server\n"
-        "def broken(params):\n"
+        "def broken(service, params):\n"
         "    raise RuntimeError('disk on fire')\n"
-        "server.server.protocol.fm.features['session/info'] = broken\n"
+        "server.HANDLERS['session/info'] = server.Handler(server.HANDLERS['session/info'].params, broken)\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     body = frame(request(0, "initialize", {"processId": None, "capabilities": {}})) + frame(info(1))

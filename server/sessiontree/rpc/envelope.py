@@ -1,22 +1,14 @@
 """JSON-RPC 2.0 envelope checks: what kind of message this is, or why it is invalid.
 
-The checks are ours rather than pygls's because pygls drops invalid messages silently, and
-every request must be answered exactly once.
+Every message is classified before anything else looks at it, so that every request is answered
+exactly once: an invalid one with -32600 (with its id when that id is usable).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import attrs
-
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
-SERVER_NOT_INITIALIZED: Final = -32002
-REQUEST_CANCELLED: Final = -32800
 
 MessageId = int | str
 

@@ -22,9 +22,7 @@ from typing import Any, Final
 import attrs
 
 from .. import jsonfmt
-
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
+from .codes import ErrorCode
 
 MAX_HEADER_BYTES: Final = 8192
 CREDIBLE_LENGTH: Final = 2**30  # a longer body is taken for a lie: dropping it would swallow the stream
@@ -50,7 +48,7 @@ class Rejected:
     (invalid JSON, a message too large): those are answered with id null.
     """
 
-    code: int
+    code: ErrorCode
     reason: str
     message: Any = None
     answer_anyway: bool = False
@@ -153,7 +151,7 @@ class FrameDecoder:
         if length > self._max:
             events.append(
                 Rejected(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     f"message too large: Content-Length {length} exceeds the limit of {self._max} bytes",
                     answer_anyway=True,
                 )
@@ -208,12 +206,12 @@ class FrameDecoder:
             if message is not NOT_JSON:
                 self._buf[:0] = body[cut:]
                 return self._mismatch(message, len(body), cut)
-        return Rejected(PARSE_ERROR, "parse error: the body is not valid JSON", answer_anyway=True, raw=bytes(body))
+        return Rejected(ErrorCode.PARSE_ERROR, "parse error: the body is not valid JSON", answer_anyway=True, raw=bytes(body))
 
     @staticmethod
     def _mismatch(message: Any, declared: int, actual: int) -> Rejected:
         reason = f"Content-Length {declared} does not match the message ({actual} bytes); message ignored"
-        return Rejected(INVALID_REQUEST, reason, message)
+        return Rejected(ErrorCode.INVALID_REQUEST, reason, message)
 
     def _start_resync(self, reason: str) -> None:
         self._resync = reason
@@ -236,4 +234,4 @@ class FrameDecoder:
         self._resync = None
         end = _HEADER_END.search(skipped)
         message = _loads(skipped[end.end() :]) if end else NOT_JSON
-        return Rejected(INVALID_REQUEST, f"{reason}; message skipped", None if message is NOT_JSON else message)
+        return Rejected(ErrorCode.INVALID_REQUEST, f"{reason}; message skipped", None if message is NOT_JSON else message)
