@@ -1,4 +1,4 @@
-"""The `sessiontree` command: `serve` runs the daemon; `tree` and `context` ask one for a file."""
+"""The `sessiontree` command: `serve` runs the daemon; `tree` and `context` print a session file."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
+
+T = TypeVar("T")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,35 +58,47 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    """`tree` and `context`: open the file in a daemon rooted at its directory, print, stop."""
-    from .client import SyncSessionTreeClient
+    """`tree` and `context`: read the file in this process, through the domain, as a daemon
+    rooted at its directory would serve it; no daemon is started and the server is not imported."""
+    from .config import InitOptions, resolve_index_dir
     from .errors import SessionTreeError
-    from .protocol import UNSET, ContextParams, OpenParams, TreeParams
+    from .protocol import UNSET, ContextParams, ContextResult, OpenParams, TreeParams, TreeResult
     from .render import context_lines, tree_lines
+    from .service import ServiceConfig, SessionService
 
     path = args.file.expanduser().resolve()
     if not path.is_file():
         print(f"sessiontree: no such file: {path}", file=sys.stderr)
         return 2
-    client = SyncSessionTreeClient(sessions_dir=path.parent)
+    # The daemon's defaults: index sidecars where `serve` keeps them, so a large file opens as fast.
+    config = ServiceConfig(sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()))
+    service = SessionService(config)
     try:
-        client.start()
-        opened = client.open(OpenParams(path=str(path)))
+        opened = service.open(OpenParams(path=str(path)))
         for warning in opened.warnings:
             print(f"sessiontree: warning: {warning.message}", file=sys.stderr)
         if args.command == "tree":
-            lines = tree_lines(client.tree(TreeParams(session_id=opened.session_id)))
+            lines = tree_lines(_as_received(service.tree(TreeParams(session_id=opened.session_id)), TreeResult))
         else:
             leaf = UNSET if args.leaf is None else args.leaf
             params = ContextParams(session_id=opened.session_id, leaf_id=leaf, format=args.format)
-            lines = context_lines(client.context(params))
+            lines = context_lines(_as_received(service.context(params), ContextResult))
         _print_lines(lines)
     except SessionTreeError as exc:
         print(f"sessiontree: {exc.message}", file=sys.stderr)
         return 1
     finally:
-        client.stop()
+        service.close_all()
     return 0
+
+
+def _as_received(result: Any, cls: type[T]) -> T:
+    """`result` as a client of the daemon reads it: its wire bytes decoded and structured again, so
+    the views print what they would print for a daemon's answer, to the character."""
+    from . import jsonfmt
+    from .protocol import converter, to_wire
+
+    return converter.structure(jsonfmt.loads_wire(jsonfmt.dumps_wire(to_wire(result))), cls)
 
 
 def _print_lines(lines: Iterator[str]) -> None:

@@ -136,6 +136,22 @@ def test_context_command_reports_errors(tmp_path: Path) -> None:
     assert _run("tree", str(tmp_path / "missing.jsonl")).returncode == 2
 
 
+def test_tree_and_context_read_the_file_in_process(tmp_path: Path) -> None:
+    """No daemon is spawned, and neither the server nor asyncio is imported."""
+    code = (
+        "import sys\n"
+        "from sessiontree import cli\n"
+        "assert cli.main(sys.argv[1:]) == 0\n"
+        "print(sorted(m for m in ('sessiontree.server', 'sessiontree.client', 'asyncio', 'subprocess') if m in sys.modules), file=sys.stderr)\n"
+    )
+    path = _session_file(tmp_path)
+    for command in (["tree"], ["context", "--format", "llm"]):
+        args = [sys.executable, "-c", code, *command, str(path)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == "[]\n"
+
+
 def test_the_allocator_is_set_on_glibc_and_left_alone_when_the_user_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import platform
 
