@@ -51,7 +51,7 @@ try {
       const count = await view.locator(".monaco-list-row").count();
       await page.locator(`[id="${EXTENSION_ID}.sessiontree.status"]`).getByText("· leaf").waitFor({ timeout: 120_000 });
       const status = ms(start);
-      // The view scrolls to the leaf by itself (the end of the conversation, 100,000 rows down).
+      // The view scrolls to the leaf by itself (the end of the conversation).
       await view.locator('.monaco-list-row[aria-label*="← leaf"]').waitFor({ timeout: 60_000 });
       const leafShown = ms(start);
       if (run === 1) await page.screenshot({ path: join(dir, "..", `sessiontree-first-paint-${entries}.png`) });
@@ -60,16 +60,26 @@ try {
       await workbench.stop();
     }
   }
-  // Where the time goes: the daemon alone, open and tree, over stdio from Node.
+  // Where the time goes: the daemon alone over stdio from Node: open, the page the view asks for
+  // first (session/treeView around the leaf), and the whole tree (session/tree) for comparison.
   const { SessionTreeClient } = await import("sessiontree-client");
   const client = await SessionTreeClient.start({ command: [DAEMON, "serve"], sessionsDir: sessions, initializationOptions: { indexDir: false } });
   try {
     let start = performance.now();
-    const { sessionId } = await client.open({ path: file });
+    const { sessionId, leafId } = await client.open({ path: file });
     const open = ms(start);
     start = performance.now();
+    const page = await client.treeView({ sessionId, reveal: leafId, limit: 200 });
+    const first = ms(start);
+    start = performance.now();
+    await client.treeView({ sessionId, offset: Math.max(0, page.offset - 200), limit: 200 });
+    const next = ms(start);
+    start = performance.now();
     const tree = await client.tree({ sessionId });
-    console.log(`the daemon alone: open ${open} ms, session/tree ${ms(start)} ms (${tree.nodes.length} nodes)`);
+    console.log(
+      `the daemon alone: open ${open} ms, session/treeView around the leaf ${first} ms (${page.rows.length} of ${page.total} rows), ` +
+        `another page ${next} ms; session/tree ${ms(start)} ms (${tree.nodes.length} nodes)`,
+    );
   } finally {
     await client.stop();
   }
