@@ -508,7 +508,7 @@ class SessionService:
 
     def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
         if (params.session_id is None) == (params.cwd is None):
-            raise InvalidParams("send exactly one of sessionId and cwd", field="sessionId")
+            raise InvalidParams("session/stats takes exactly one of sessionId and cwd", field="sessionId")
         if params.session_id is not None:
             opened = self._synced(params.session_id)
             tree, path = opened.stats()

@@ -169,6 +169,20 @@ describe("every method", () => {
     assert.match(String(navigated.entry?.summary), /summary of a branchSummary/);
   });
 
+  it("treeView, export and stats", async () => {
+    const view = await client.treeView({ sessionId, limit: 50 });
+    assert.equal(view.rows.length, view.total);
+    assert.equal(view.rows.filter((row) => row.leaf).length, 1);
+    const exported = await client.export({ sessionId, format: "markdown" });
+    assert.match(exported.content, /\*\*User\*\*/);
+    const page = await client.export({ sessionId, format: "html", scope: "tree" });
+    assert.ok(page.content.startsWith("<!DOCTYPE html>"));
+    const stats = await client.stats({ sessionId });
+    assert.equal(stats.sessions, 1);
+    assert.equal((stats.tree as { entries: number }).entries, (await client.info({ sessionId })).entryCount);
+    assert.equal((await client.stats({ cwd })).sessions, 2);
+  });
+
   it("answered every method of the schema with a result", async () => {
     await client.stop();
     const requests = new Map<unknown, string>();
