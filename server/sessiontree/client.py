@@ -250,9 +250,6 @@ class SessionTreeClient:
     async def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
         return await self.call("session/treeView", params)
 
-    async def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
-        return await self.call("session/treeView", params)
-
     async def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
         return await self.call("session/export", params)
 
@@ -354,9 +351,6 @@ class SyncSessionTreeClient:
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         return self._run(self.client.tree(params))
-
-    def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
-        return self._run(self.client.tree_view(params))
 
     def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
         return self._run(self.client.tree_view(params))
