@@ -1,0 +1,269 @@
+"""Queries: their syntax, the filters, ranking in bounded windows, cursors and snippets.
+
+The syntax is FTS5's own: terms are ANDed, `"a phrase"`, `prefix*`, `AND`, `OR`, `NOT`,
+`NEAR(a b, 5)`, parentheses, `^` for the first token. `plain` syntax quotes every
+whitespace-separated term (a trailing `*` still asks for a prefix), so text typed into a search
+box never is a syntax error.
+
+Ranking is bm25 within windows of matches: the newest `window` matches (by the order they were
+indexed, which follows the order they were written) are ranked first, then the next older
+window, and so on. A query with fewer matches than a window (nearly every query) is ranked
+whole; one matching half of a gigabyte of sessions costs a window's ranking, not a full sort.
+A cursor pins the newest row of its first page, so entries indexed while a client pages do not
+shift the pages it has not read yet (they show up in a new search).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .. import jsonfmt
+from ..errors import InvalidParams
+from .database import TOKENIZER
+from .model import Syntax
+from .text import CLOSE_MARK, OPEN_MARK, scrub
+
+MAX_LIMIT: Final = 500
+SNIPPET_TOKENS: Final = 20
+_CURSOR_VERSION: Final = 1
+_WHITESPACE: Final = re.compile(r"\s+")
+
+
+# --------------------------------------------------------------------------- the query
+
+
+def compile_query(query: str, syntax: Syntax) -> str:
+    """The FTS5 expression for `query`; InvalidParams when it is empty or not valid."""
+    if syntax not in ("fts", "plain"):
+        raise InvalidParams(f'invalid params: syntax must be "fts" or "plain", got {syntax!r}', field="syntax")
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidParams("invalid params: the search query is empty", field="query")
+    query = scrub(query)
+    expression = plain_expression(query) if syntax == "plain" else query
+    _check_syntax(expression, query)
+    return expression
+
+
+def plain_expression(text: str) -> str:
+    """Every term quoted (quotes inside doubled); `term*` stays a prefix query."""
+    terms = []
+    for word in text.split():
+        stem = word.rstrip("*")
+        suffix = "*" if stem and stem != word else ""
+        terms.append('"' + (stem or word).replace('"', '""') + '"' + suffix)
+    return " ".join(terms)
+
+
+def _check_syntax(expression: str, query: str) -> None:
+    """Parse the expression against an empty in-memory table of the same shape: any error there
+    is the query's own, never the index's (which is not touched)."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='{TOKENIZER}')")
+        probe.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expression,)).fetchall()
+    except sqlite3.Error as exc:
+        hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
+        raise InvalidParams(f"invalid search query {query!r}: {exc}{hint}", field="query", got=query) from None
+    finally:
+        probe.close()
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a hit must also be. `since_ms` is inclusive, `until_ms` exclusive; `session` is a
+    session id (the header's) or a session file's path."""
+
+    cwd: str | None = None
+    session: str | None = None
+    roles: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """Conditions on `e` (entries), ANDed after the match; "" when there are none."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.cwd is not None:
+            clauses.append("e.file_id IN (SELECT file_id FROM files WHERE cwd = ?)")
+            params.append(self.cwd)
+        if self.session is not None:
+            clauses.append("e.file_id IN (SELECT file_id FROM files WHERE session_id = ? OR path = ?)")
+            params += [self.session, self.session]
+        for column, values in (("role", self.roles), ("type", self.types)):
+            if values is not None:
+                clauses.append(f"e.{column} IN ({', '.join('?' * len(values))})")
+                params += values
+        if self.since_ms is not None:
+            clauses.append("e.ts_ms >= ?")
+            params.append(self.since_ms)
+        if self.until_ms is not None:
+            clauses.append("e.ts_ms < ?")
+            params.append(self.until_ms)
+        return "".join(f" AND {clause}" for clause in clauses), params
+
+    @property
+    def any(self) -> bool:
+        return any(
+            value is not None
+            for value in (self.cwd, self.session, self.roles, self.types, self.since_ms, self.until_ms)
+        )
+
+
+def filters_of(
+    cwd: str | None,
+    session: str | None,
+    roles: Sequence[str] | None,
+    types: Sequence[str] | None,
+    since_ms: int | None,
+    until_ms: int | None,
+) -> Filters:
+    for name, text in (("cwd", cwd), ("session", session)):
+        if text is not None and not isinstance(text, str):
+            raise InvalidParams(f"invalid params: {name} must be a string, got {text!r}", field=name)
+    for name, value in (("since_ms", since_ms), ("until_ms", until_ms)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidParams(f"invalid params: {name} must be an integer (Unix ms), got {value!r}", field=name)
+    return Filters(scrub(cwd), scrub(session), _strings("roles", roles), _strings("types", types), since_ms, until_ms)
+
+
+def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    if isinstance(values, str) or not all(isinstance(value, str) for value in values):
+        raise InvalidParams(f"invalid params: {name} must be a list of strings, got {values!r}", field=name)
+    return tuple(scrub(value) for value in values)
+
+
+# --------------------------------------------------------------------------- cursors
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a page starts: in the window of matches with rowid in `[low, high]` (`low` None: not
+    yet found), `offset` hits into its ranking."""
+
+    high: int
+    low: int | None
+    offset: int
+
+
+def query_key(expression: str, filters: Filters) -> str:
+    """What a cursor must belong to: the same expression and filters."""
+    return hashlib.blake2b(repr((expression, filters)).encode(), digest_size=8).hexdigest()
+
+
+def encode_cursor(key: str, position: Position) -> str:
+    payload = jsonfmt.dumps(
+        {"v": _CURSOR_VERSION, "k": key, "h": position.high, "l": position.low, "o": position.offset}
+    )
+    return base64.urlsafe_b64encode(payload).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str, key: str) -> Position:
+    """The position a cursor names; InvalidParams for a cursor that is malformed or of another query."""
+    try:
+        payload = jsonfmt.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        assert isinstance(payload, dict) and payload.get("v") == _CURSOR_VERSION
+        high, low, offset = payload["h"], payload["l"], payload["o"]
+        assert all(type(v) is int and v >= 0 for v in (high, offset)) and (low is None or type(low) is int)
+    except Exception:
+        raise InvalidParams("invalid params: cursor is not one this search returned", field="cursor") from None
+    if payload.get("k") != key:
+        raise InvalidParams("invalid params: cursor belongs to another query or other filters", field="cursor")
+    return Position(high, low, offset)
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def newest_rowid(db: sqlite3.Connection) -> int:
+    row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
+    return row[0] if row else 0
+
+
+def row_bounds(db: sqlite3.Connection, filters: Filters) -> tuple[int, int] | None:
+    """The rowids the files a filter names lie between (everything without one); None when no
+    indexed file matches it. A session's rows are a narrow band: the match need not look further."""
+    if filters.cwd is None and filters.session is None:
+        return 0, 2**63 - 1
+    clauses, params = [], []
+    if filters.cwd is not None:
+        clauses.append("cwd = ?")
+        params.append(filters.cwd)
+    if filters.session is not None:
+        clauses.append("(session_id = ? OR path = ?)")
+        params += [filters.session, filters.session]
+    row = db.execute(
+        f"SELECT min(first_row), max(last_row) FROM files WHERE {' AND '.join(clauses)}", params
+    ).fetchone()
+    return None if row[0] is None else (row[0], row[1])
+
+
+def window_low(db: sqlite3.Connection, expression: str, low: int, high: int, window: int) -> int:
+    """The lowest rowid of the `window` newest matches in `[low, high]`, before filters (counting
+    them costs no lookups); 0 when there are fewer: this window reaches the oldest match."""
+    row = db.execute(
+        "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (expression, low, high, window - 1),
+    ).fetchone()
+    return row[0] if row else 0
+
+
+def ranked(
+    db: sqlite3.Connection, expression: str, filters: Filters, high: int, low: int, count: int, offset: int
+) -> list[tuple[int, float]]:
+    """(rowid, bm25) of `count` filtered matches in `[low, high]`, best first, from `offset`."""
+    where, params = filters.sql()
+    source = "fts JOIN entries e ON e.rowid = fts.rowid" if filters.any else "fts"
+    return db.execute(
+        f"SELECT fts.rowid, bm25(fts) AS score FROM {source}"
+        f" WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where}"
+        " ORDER BY score, fts.rowid LIMIT ? OFFSET ?",
+        (expression, low, high, *params, count, offset),
+    ).fetchall()
+
+
+def details(db: sqlite3.Connection, expression: str, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """The columns and marked snippet of each of a page's hits, by rowid (a hit a refresh dropped
+    meanwhile is missing). One match over the page's span: a match per hit would merge a prefix
+    query's doclists once per hit; `+` keeps SQLite from doing exactly that with the IN list."""
+    if not rowids:
+        return {}
+    marks = ", ".join("?" * len(rowids))
+    rows = db.execute(
+        f"""
+        SELECT fts.rowid, f.path, f.session_id, f.cwd, e.entry_id, e.parent_id, e.type, e.role, e.timestamp,
+               e.ts_ms, e.offset, e.on_path, snippet(fts, 0, '{OPEN_MARK}', '{CLOSE_MARK}', '…', {SNIPPET_TOKENS})
+        FROM fts JOIN entries e ON e.rowid = fts.rowid JOIN files f ON f.file_id = e.file_id
+        WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({marks})
+        """,
+        (expression, min(rowids), max(rowids), *rowids),
+    )
+    return {row[0]: row[1:] for row in rows}
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def split_snippet(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet as one line of plain text, and where its highlights are (code points)."""
+    folded = _WHITESPACE.sub(" ", marked).strip()
+    text: list[str] = []
+    highlights: list[tuple[int, int]] = []
+    length = 0
+    for number, piece in enumerate(re.split(f"[{OPEN_MARK}{CLOSE_MARK}]", folded)):
+        if number % 2 and piece:
+            highlights.append((length, length + len(piece)))
+        text.append(piece)
+        length += len(piece)
+    return "".join(text), tuple(highlights)
