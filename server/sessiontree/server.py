@@ -10,6 +10,7 @@ fast, so handlers call it directly; only the methods that wait for the client's 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import sys
@@ -48,7 +49,7 @@ def capabilities() -> dict[str, Any]:
 
 
 def _request_ids() -> Iterator[str]:
-    """Ids of the daemon's requests to the client: UUIDs, as pygls-based servers send them."""
+    """Ids of the daemon's requests to the client: UUIDs, as protocol.md's examples show them."""
     while True:
         yield str(uuid.uuid4())
 
@@ -189,7 +190,7 @@ def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
     """The endpoint's handler for `method`: parse the raw params, make the call, unstructure."""
     target = daemon if handler.daemon else daemon.service
     call = handler.call
-    if asyncio.iscoroutinefunction(call):
+    if inspect.iscoroutinefunction(call):
 
         async def run_async(params: Any) -> Any:
             return to_wire(await call(target, parse_params(method, params)))

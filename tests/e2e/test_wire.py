@@ -130,6 +130,9 @@ ENVELOPE: list[tuple[str, Any, Answers, str]] = [
     ("custom method as a notification", without("id"), [], ""),
     ("response to an unknown id", {"jsonrpc": "2.0", "id": 99, "result": None}, [], ""),
     ("cancel of nothing pending", {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}, [], ""),
+    ("malformed $/setTrace", {"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "loud"}}, [], ""),
+    ("work done progress cancel", {"jsonrpc": "2.0", "method": "window/workDoneProgress/cancel", "params": {"token": "t"}}, [], ""),
+    ("$/setTrace as a request", request(1, "$/setTrace", {"value": "off"}), [(1, METHOD_NOT_FOUND)], "$/setTrace"),
     ("initialize twice", request(1, "initialize", {"processId": None, "capabilities": {}}), [(1, INVALID_REQUEST)], "once"),
     ("string id", info("abc"), [("abc", NOT_FOUND)], "no-such-session"),
 ]

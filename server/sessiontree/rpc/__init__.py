@@ -1,1 +1,2 @@
-"""The JSON-RPC transport: framing, envelope checks and the stdio channel, free of pygls."""
+"""The wire layer: framing, envelope checks, the stdio channel, the JSON-RPC endpoint and LSP's
+lifecycle; `endpoint.py` says what the project owns here, and why."""

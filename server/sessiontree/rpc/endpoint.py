@@ -2,14 +2,14 @@
 
 What the project owns, and why. Everything on the wire is ours: framing (`framing.py`),
 envelope checks (`envelope.py`), the stdio channel (`stdio.py`), recording (`record.py`), this
-endpoint and the LSP lifecycle over it (`lsp.py`). pygls, the usual Python base for a language
-server, was the daemon's base until it cost more than it gave: as shipped it wedges on
-imperfect framing, answers invalid messages with silence, turns params into namedtuples, and
-the daemon had to override its private methods to close those gaps, so any pygls release could
-break it; importing `lsprotocol.types` alone took most of a second of every start. A daemon that
-serves a dozen custom methods needs none of LSP's types, so the package imports neither pygls
-nor lsprotocol. The tests keep pytest-lsp, which is built on pygls, as an independent client:
-a real peer that checks this endpoint against someone else's reading of the protocol.
+endpoint, and LSP's lifecycle over it (`lsp.py`). pygls, the usual Python base for a language
+server, was the daemon's base until it cost more than it gave: as shipped it wedges on imperfect
+framing, answers invalid messages with silence and turns params into namedtuples; closing those
+gaps meant overriding its private methods, so any pygls release could break the daemon; and
+importing `lsprotocol.types` alone took 0.3 to 1.2 s of every start (BENCHMARKS.md, Start-up).
+A daemon that serves its own methods needs none of LSP's types, so the package imports neither
+pygls nor lsprotocol. The tests keep pytest-lsp, built on pygls, as an independent client: a
+real peer that checks this endpoint against someone else's reading of the protocol.
 
 How a connection works here:
 
@@ -136,7 +136,9 @@ class Endpoint:
 
     def _answer_from(self, msg_id: MessageId, task: asyncio.Task[Any]) -> None:
         self.running.pop(msg_id, None)
-        if self.stopped:
+        if self.stopped:  # after `exit`: nothing more is sent
+            if not task.cancelled():
+                task.exception()  # retrieved, so that asyncio does not report it as lost
             return
         try:
             if task.cancelled():
@@ -238,7 +240,8 @@ class Endpoint:
     def withdraw(self, msg_id: MessageId) -> None:
         """Stop waiting for a request of ours and tell the peer it may stop working on it."""
         self.waiting.pop(msg_id, None)
-        self.notify(CANCEL_REQUEST, {"id": msg_id})
+        if not self.stopped:
+            self.notify(CANCEL_REQUEST, {"id": msg_id})
 
     def fail_waiting(self, exc: Exception) -> None:
         """The connection is gone: every request of ours fails with `exc`."""
