@@ -8,6 +8,7 @@ those lines are read, and decoded into a narrow shape that skips their text.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -41,6 +42,7 @@ class _Block(msgspec.Struct, gc=False):
 
 
 class _Assistant(msgspec.Struct, gc=False):
+    timestamp: Any = None  # the message's own time (ms), as the agent stamped it
     provider: Any = None
     model: Any = None
     usage: msgspec.Raw = msgspec.Raw(b"null")  # decoded on its own: odd usage must not lose the tool calls
@@ -76,11 +78,18 @@ def facts_of(raw: bytes) -> Facts | None:
     if message is None:
         return None
     model = "/".join(part for part in (message.provider, message.model) if isinstance(part, str)) or "unknown"
-    day = line.timestamp[:10] if isinstance(line.timestamp, str) and len(line.timestamp) >= 10 else "unknown"
+    day = _day(message.timestamp, line.timestamp)
     tools = []
     if isinstance(message.content, list):
         tools = [block.name if isinstance(block.name, str) else "?" for block in message.content if block.type == "toolCall"]
     return Facts(model, day, _numbers(message.usage), tools)
+
+
+def _day(message_ms: Any, entry_iso: Any) -> str:
+    """The UTC day of the message's own time, else of the entry's."""
+    if isinstance(message_ms, int | float) and not isinstance(message_ms, bool) and 0 <= message_ms < 2**53:
+        return time.strftime("%Y-%m-%d", time.gmtime(message_ms / 1000))
+    return entry_iso[:10] if isinstance(entry_iso, str) and len(entry_iso) >= 10 else "unknown"
 
 
 def _numbers(usage: msgspec.Raw) -> tuple[float, ...]:
