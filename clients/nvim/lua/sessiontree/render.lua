@@ -1,87 +1,67 @@
--- The tree as buffer lines, without Neovim state: `lines(tree)` gives the text and, for each
--- line, the entry it shows. A chain of single children stays at one indent; a branch point's
--- children are indented one step, as pi draws its tree. Nesting deeper than MAX_LEVEL is elided
--- with "…" (as `sessiontree tree` does): a long session branches thousands of times.
---
--- This file is also loaded with dofile() in a libuv worker thread (see tree.lua), where only
--- plain Lua and vim.json exist: it uses nothing else of `vim` outside context_lines.
+-- Text of the tree and context buffers, without Neovim state. A tree line is one row of
+-- session/treeView: `indent` two spaces per branch point above it (deeper than MAX_LEVEL is
+-- elided with "…"), `●` on the path from the root to the leaf and `○` off it, the entry as
+-- "role: preview" (or "type: preview"), its label in brackets, `← leaf` on the leaf. A run row
+-- (entries that each have one child and nothing to show) reads "… 4,998 entries from" and its
+-- first entry. A row not loaded yet is PENDING.
 local M = {}
 
 M.MAX_LEVEL = 20
+M.PENDING = '·'
 
 -- One buffer line: no line breaks inside (a label may hold one).
 local function one_line(text)
   return (tostring(text):gsub('[\r\n]', ' '))
 end
 
-local function describe(node)
-  local text = node.preview or ''
-  if node.type == 'message' then
-    return (node.role or 'message') .. ': ' .. text
+local function describe(row)
+  local text = row.preview or ''
+  if row.type == 'message' then
+    return (row.role or 'message') .. ': ' .. text
   end
-  local kind = tostring(node.type):gsub('_', ' ')
+  local kind = tostring(row.type):gsub('_', ' ')
   return text ~= '' and (kind .. ': ' .. text) or kind
 end
 M.describe = describe
 
---- tree: a session/tree result. Returns lines, ids (ids[i] is the entry on lines[i]) and the
---- index of the leaf's line (nil when there is no leaf).
-function M.lines(tree)
-  local nodes = tree.nodes
-  local by_id, indent, on_path = {}, {}, {}
-  for i = 1, #nodes do
-    local node = nodes[i]
-    by_id[node.id] = node
-  end
-  local id = tree.leafId
-  while id and by_id[id] and not on_path[id] do
-    on_path[id] = true
-    id = by_id[id].parentId
-  end
-  local lines, ids, leaf = {}, {}, nil
-  local max_level = M.MAX_LEVEL
-  local indents = {} -- level -> its prefix, made once
-  local function prefix(level)
-    local text = indents[level]
-    if not text then
-      text = level <= max_level and string.rep('  ', level) or ('…' .. string.rep('  ', max_level))
-      indents[level] = text
-    end
+--- 4998 -> "4,998".
+function M.thousands(n)
+  local text = tostring(math.floor(n))
+  local head, tail = text:match('^(%-?%d)(%d*)$')
+  if not head then
     return text
   end
-  for i = 1, #nodes do
-    local node = nodes[i]
-    local parent = node.depth > 0 and node.parentId and by_id[node.parentId] or nil
-    local level = 0
-    if parent then
-      level = (indent[parent.id] or 0) + (parent.childCount > 1 and 1 or 0)
-    end
-    indent[node.id] = level
-    local line = prefix(level) .. (on_path[node.id] and '● ' or '○ ') .. describe(node)
-    if node.label then
-      line = line .. ' [' .. node.label .. ']'
-    end
-    if node.id == tree.leafId then
-      line = line .. ' ← leaf'
-      leaf = i
-    end
-    lines[i] = one_line(line)
-    ids[i] = node.id
-  end
-  return lines, ids, leaf
+  return head .. tail:reverse():gsub('(%d%d%d)', '%1,'):reverse()
 end
 
---- The answer to a session/tree request, as the JSON-RPC message's text, made into lines. For
---- the worker thread: returns only strings and numbers.
----   true, lines (joined by "\n"), ids (joined by "\n"), count, leaf index or 0
----   false, error code, error message
-function M.from_body(body)
-  local message = vim.json.decode(body, { luanil = { object = true } })
-  if message.error then
-    return false, message.error.code or -32603, tostring(message.error.message)
+local prefixes = {} -- indent -> its prefix, made once
+local function prefix(indent)
+  local text = prefixes[indent]
+  if not text then
+    if indent <= M.MAX_LEVEL then
+      text = string.rep('  ', indent)
+    else
+      text = '…' .. string.rep('  ', M.MAX_LEVEL)
+    end
+    prefixes[indent] = text
   end
-  local lines, ids, leaf = M.lines(message.result)
-  return true, table.concat(lines, '\n'), table.concat(ids, '\n'), #lines, leaf or 0
+  return text
+end
+
+--- A session/treeView row (an entry, or a run of entries) as one line.
+function M.row_line(row)
+  local parts = { prefix(row.indent or 0), row.onLeafPath and '● ' or '○ ' }
+  if row.run then
+    parts[#parts + 1] = '… ' .. M.thousands(row.run.count) .. ' entries from '
+  end
+  parts[#parts + 1] = describe(row)
+  if row.label then
+    parts[#parts + 1] = ' [' .. row.label .. ']'
+  end
+  if row.leaf then
+    parts[#parts + 1] = ' ← leaf'
+  end
+  return one_line(table.concat(parts))
 end
 
 --- context: a session/context result. One or more lines per message.
