@@ -2,7 +2,9 @@
 --   nvim --headless -u NONE -c "luafile clients/nvim/test/run.lua"
 -- Asserts on what a user sees (the tree and context buffers, messages, :checkhealth) and, through
 -- the daemon or the file, on what the commands did; exits 0 when all pass. The commands are
--- asynchronous: the test (only the test) waits with vim.wait for the buffers to change.
+-- asynchronous: the test (only the test) waits with vim.wait for the buffers to change. Headless,
+-- the main loop does not run between keys, so no CursorMoved fires by itself: after moving the
+-- cursor the test fires it (settle()), as the main loop would for a user.
 -- The daemon: $SESSIONTREE_COMMAND, $SESSIONTREE_PYTHON, else the repository's .venv, else python3.
 local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
 local plugin_dir = vim.fn.fnamemodify(here, ':h')
@@ -100,6 +102,24 @@ local function has_line(text)
   end
 end
 
+--- Wait until line `number` of the current buffer reads `text`.
+local function wait_line(number, text)
+  if not vim.wait(10000, function()
+    return buffer_lines()[number] == text
+  end, 10) then
+    error(string.format('timed out waiting for line %d to read %q; it reads %q', number, text, tostring(buffer_lines()[number])), 2)
+  end
+end
+
+--- What the main loop does after a key that moved the cursor (headless, nothing does it).
+local function settle()
+  vim.cmd('doautocmd <nomodeline> CursorMoved')
+end
+
+local function cursor_line()
+  return vim.api.nvim_win_get_cursor(0)[1]
+end
+
 local root = vim.fn.tempname() .. '-sessions'
 vim.fn.mkdir(root, 'p')
 root = vim.fn.resolve(root)
@@ -153,11 +173,10 @@ test(':SessionOpen shows the tree buffer at once, then the tree of the file', fu
   eq('Session Demo  (' .. created.path .. ')', lines[1], 'title')
   eq({
     '● user: Hello',
-    '● assistant: Hi there',
-    '● user: Fix the bug',
+    '● … 2 entries from assistant: Hi there',
     '● session info: name: Demo ← leaf',
   }, tree_lines(), 'tree lines')
-  eq(6, vim.api.nvim_win_get_cursor(0)[1], 'the cursor on the leaf')
+  eq(5, vim.api.nvim_win_get_cursor(0)[1], 'the cursor on the leaf')
 end)
 
 test('<CR> on an entry moves the leaf (as the daemon says); the next append branches there', function()
@@ -272,28 +291,180 @@ test('f forks at the entry under the cursor into a new file and shows it', funct
   eq(1, #messages_matching('forked into'), 'a message says where')
 end)
 
-test('a tree of 2,000 entries is drawn from a worker thread, the cursor on the leaf', function()
-  local big = other:request_sync('session/create', { cwd = '/work/big' })
-  local entries = {}
-  for i = 1, 2000 do
-    entries[i] = i % 2 == 1 and user('question ' .. i) or assistant('answer ' .. i)
-  end
-  other:request_sync('session/append', { sessionId = big.sessionId, entries = entries })
-  local threaded = require('sessiontree.build').stats.threaded
-  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(big.path))
+test('the example session: the tree as :SessionOpen draws it, runs folded, the cursor on the leaf', function()
+  local example = root .. '/--work-example--/demo-session.jsonl'
+  vim.fn.mkdir(vim.fn.fnamemodify(example, ':h'), 'p')
+  vim.fn.writefile(vim.fn.readfile(repo .. '/clients/examples/demo-session.jsonl', 'b'), example, 'b')
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(example))
   wait_for('the tree', function()
-    return st.state.tree.shown == big.path
+    return st.state.tree.shown == example
   end)
-  local lines = tree_lines()
-  eq(2000, #lines, 'lines')
-  eq({ '● user: question 1', '● assistant: answer 2' }, vim.list_slice(lines, 1, 2))
-  eq('● assistant: answer 2000 ← leaf', lines[2000])
-  eq(2002, vim.api.nvim_win_get_cursor(0)[1], 'the cursor on the leaf')
-  eq(threaded + 1, require('sessiontree.build').stats.threaded, 'trees made in the worker thread')
-  cursor_to('● user: question 1001')
+  eq('Session Empty input in the parser  (' .. example .. ')', buffer_lines()[1], 'title')
+  eq({
+    '● model change: anthropic/claude-sonnet-4-5',
+    '● … 4 entries from thinking level change: thinking: medium',
+    '● assistant: `parse` unpacks the first line without checking for empty input. I can either r… [diagnosis]',
+    '  ○ label: f6a7b8c9: diagnosis',
+    '  ○ user: Raise a ValueError with a clear message.',
+    "  ○ assistant: Done: `parse('')` now raises `ValueError('empty input')`, and a test covers it.",
+    '  ● user: On second thought, return an empty result instead.',
+    '  ● branch summary: Tried raising ValueError on empty input; the user preferred an empty result.',
+    "  ● assistant: `parse('')` now returns `('', [])`; the ValueError branch is gone.",
+    "  ● compaction: ## Goal Make parser.py handle empty input. ## Progress - parse('') returns ('',…",
+    '  ● … 2 entries from user: Now check the callers of parse.',
+    '  ● assistant: Two callers; both already handle an empty result. ← leaf',
+  }, tree_lines(), 'tree lines')
+  eq(14, cursor_line(), 'the cursor on the leaf')
+  cursor_to('… 4 entries')
+  press('<Tab>')
+  wait_line(7, "● toolResult: read: def parse(text): head, *rest = text.split('\\n') return head, rest")
+  eq({
+    '● model change: anthropic/claude-sonnet-4-5',
+    '● thinking level change: thinking: medium',
+    '● user: The tests in parser.py fail on empty input. Can you look?',
+    '● assistant: Let me read the parser first. [read]',
+    "● toolResult: read: def parse(text): head, *rest = text.split('\\n') return head, rest",
+    '● assistant: `parse` unpacks the first line without checking for empty input. I can either r… [diagnosis]',
+  }, vim.list_slice(tree_lines(), 1, 6), 'the run unfolded')
+  eq(15, #tree_lines(), 'lines')
+  eq(4, cursor_line(), 'the cursor on the first entry of the run')
+  cursor_to('user: The tests')
+  press('zc')
+  eq('● … 4 entries from thinking level change: thinking: medium', buffer_lines()[4], 'folded again')
+  eq(4, cursor_line(), 'the cursor on the run')
+  eq(12, #tree_lines(), 'lines')
+  -- A move on a run row is made on its first entry: here a label, which makes it a row of its own.
+  press('lthinking<CR>')
+  io.stdout:write('\n') -- after the prompt's echo
+  wait_line(4, '● thinking level change: thinking: medium [thinking]')
+  eq({
+    '● model change: anthropic/claude-sonnet-4-5',
+    '● thinking level change: thinking: medium [thinking]',
+    '● … 3 entries from user: The tests in parser.py fail on empty input. Can you look?',
+    '● assistant: `parse` unpacks the first line without checking for empty input. I can either r… [diagnosis]',
+    '  ○ label: f6a7b8c9: diagnosis',
+    '  ○ user: Raise a ValueError with a clear message.',
+    "  ○ assistant: Done: `parse('')` now raises `ValueError('empty input')`, and a test covers it.",
+    '  ● user: On second thought, return an empty result instead.',
+    '  ● branch summary: Tried raising ValueError on empty input; the user preferred an empty result.',
+    "  ● assistant: `parse('')` now returns `('', [])`; the ValueError branch is gone.",
+    "  ● compaction: ## Goal Make parser.py handle empty input. ## Progress - parse('') returns ('',…",
+    '  ● … 3 entries from user: Now check the callers of parse.',
+    '  ● label: b2c3d4e5: thinking ← leaf',
+  }, tree_lines(), 'after the label')
+  eq(4, cursor_line(), 'the cursor on the labelled entry')
+  local last = read_entries(example)
+  eq({ 'label', 'b2c3d4e5', 'thinking' }, { last[#last].type, last[#last].targetId, last[#last].label }, 'the label entry in the file')
+end)
+
+-- A session with a long linear stretch, written here as pi writes one: a header, then 3,000
+-- entries, each the child of the line before (questions and answers taking turns).
+local long = root .. '/--work-long--/long.jsonl'
+local LONG = 3000
+local function long_id(i)
+  return string.format('%08x', 0x10000000 + i)
+end
+do
+  local lines = {
+    '{"type":"session","version":3,"id":"01a233f7-0000-7000-8000-00000000a001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/long"}',
+  }
+  for i = 1, LONG do
+    local message = i % 2 == 1 and { role = 'user', content = 'question ' .. i }
+      or { role = 'assistant', content = { { type = 'text', text = 'answer ' .. i } } }
+    message.timestamp = 1767225600000 + i * 1000
+    lines[i + 1] = vim.json.encode({
+      type = 'message',
+      id = long_id(i),
+      parentId = i > 1 and long_id(i - 1) or vim.NIL,
+      timestamp = string.format('2026-01-01T%02d:%02d:%02d.000Z', math.floor(i / 3600), math.floor(i / 60) % 60, i % 60),
+      message = message,
+    })
+  end
+  vim.fn.mkdir(vim.fn.fnamemodify(long, ':h'), 'p')
+  vim.fn.writefile(lines, long)
+end
+
+local treeview_requests = 0
+do
+  local request = rpc.Client.request
+  rpc.Client.request = function(self, method, ...)
+    if method == 'session/treeView' then
+      treeview_requests = treeview_requests + 1
+    end
+    return request(self, method, ...)
+  end
+end
+
+test('a long linear stretch is one run row; the first page shows the leaf', function()
+  treeview_requests = 0
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(long))
+  wait_for('the tree', function()
+    return st.state.tree.shown == long
+  end)
+  eq({
+    '● user: question 1',
+    '● … 2,998 entries from assistant: answer 2',
+    '● assistant: answer 3000 ← leaf',
+  }, tree_lines(), 'tree lines')
+  eq(5, cursor_line(), 'the cursor on the leaf')
+  eq(2, treeview_requests, 'session/treeView requests: where the leaf is, and its page')
+end)
+
+test('<Tab> unfolds a run, whose entries load a page at a time as the window needs them; zc folds it', function()
+  cursor_to('… 2,998 entries')
+  treeview_requests = 0
+  press('<Tab>')
+  eq(LONG + 2, #buffer_lines(), 'the run replaced by its entries')
+  eq(4, cursor_line(), 'the cursor on its first entry')
+  wait_line(4, '● assistant: answer 2')
+  eq({ '● user: question 1', '● assistant: answer 2', '● user: question 3' }, vim.list_slice(tree_lines(), 1, 3))
+  eq('● assistant: answer 3000 ← leaf', buffer_lines()[LONG + 2])
+  eq(1, treeview_requests, 'one page of the run')
+  eq('·', buffer_lines()[LONG + 1], 'the end of the run, not loaded yet')
+  press('G')
+  settle()
+  wait_line(LONG + 1, '● user: question 2999')
+  eq(2, treeview_requests, 'the page at the end of the run')
+  vim.api.nvim_win_set_cursor(0, { 1003, 0 })
+  settle()
+  wait_line(1003, '● user: question 1001')
+  eq('● assistant: answer 1000', buffer_lines()[1002])
+  press('zc')
+  eq({
+    '● user: question 1',
+    '● … 2,998 entries from assistant: answer 2',
+    '● assistant: answer 3000 ← leaf',
+  }, tree_lines(), 'folded again')
+  eq(4, cursor_line(), 'the cursor on the run')
+  press('zo')
+  wait_line(4, '● assistant: answer 2')
+  eq(LONG + 2, #buffer_lines(), 'unfolded again')
+end)
+
+test('another writer appends at the leaf: the view follows, the unfolded run grows and stays unfolded', function()
+  press('G')
+  settle()
+  wait_line(LONG + 1, '● user: question 2999')
+  local opened = other:request_sync('session/open', { path = long })
+  local appended = other:request_sync('session/append', { sessionId = opened.sessionId, entry = user('question 3001') })
+  wait_for('the redraw', has_line('● user: question 3001 ← leaf'), 5000)
+  eq(LONG + 3, #buffer_lines(), 'one line more')
+  eq('● assistant: answer 3000', buffer_lines()[LONG + 2], 'the old leaf, now in the run')
+  eq(LONG + 3, cursor_line(), 'the cursor followed the leaf')
+  eq(appended.id, leaf_id(), 'the leaf, as the daemon has it')
+end)
+
+test('<CR> on an entry of an unfolded run moves the leaf there (as the daemon says); the run stays unfolded', function()
+  vim.api.nvim_win_set_cursor(0, { 1003, 0 })
+  settle()
+  wait_line(1003, '● user: question 1001')
   press('<CR>')
-  wait_for('the leaf marker', has_line('● user: question 1001 ← leaf'))
-  eq('○ assistant: answer 1002', tree_lines()[1002])
+  wait_line(1003, '● user: question 1001 ← leaf')
+  eq(long_id(1001), leaf_id(), 'the leaf, as the daemon has it')
+  eq('● assistant: answer 1000', buffer_lines()[1002])
+  eq('○ assistant: answer 1002', buffer_lines()[1004], 'after the leaf: off its path')
+  eq(LONG + 3, #buffer_lines(), 'still unfolded on both sides of the leaf')
+  eq(1003, cursor_line(), 'the cursor stays on the entry')
   vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
   wait_for('the first session again', function()
     return st.state.tree.shown == created.path
@@ -316,7 +487,7 @@ test(':SessionOpen without a file picks from the sessions under the root', funct
     return offered ~= nil
   end)
   vim.ui.select = select
-  eq(3, #offered, 'sessions offered: ' .. vim.inspect(offered))
+  eq(4, #offered, 'sessions offered: ' .. vim.inspect(offered))
   wait_for('the tree of the session chosen', function()
     return st.state.tree.shown == created.path
   end)
