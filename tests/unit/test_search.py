@@ -355,6 +355,22 @@ def test_filters_by_cwd_session_role_type_and_time(root: Path, index: SearchInde
     assert found(since_ms=BASE_MS + 20_000) == ["p2", "p3", "q1", "r1"]
     assert found(until_ms=BASE_MS + 20_000) == ["p1"]
     assert found(since_ms=BASE_MS + 20_000, until_ms=BASE_MS + 40_001, cwd=PROJECT) == ["p2", "p3", "q1"]
+    assert found(roles=[]) == found(types=[]) == found(roles=["nobody"]) == []
+
+
+def test_the_filter_tokens_are_never_matched_by_a_query(root: Path, index: SearchIndex) -> None:
+    write(root, PROJECT, "s", message("e1", None, 1, role="user", content="needle"))
+    index.refresh(root)
+    with sqlite3.connect(index.path) as db:
+        (meta,) = db.execute("SELECT meta FROM fts").fetchone()
+    tokens = meta.split()
+    assert len(tokens) == 4 and all(token.startswith("\ue000") for token in tokens)
+    for query in [*tokens, *(token[1:] for token in tokens), tokens[1][:3] + "*", "f*", "c*", "\ue000*", "meta:needle"]:
+        assert index.search(query, syntax="plain").hits == [], query
+        assert (
+            query.startswith("meta:") or index.search(f'"{query.rstrip("*")}"' + "*" * query.endswith("*")).hits == []
+        )
+    assert ids(index.search("{text meta}: needle")) == ["e1"]
 
 
 # --------------------------------------------------------------------------- paging

@@ -41,9 +41,7 @@ CREATE TABLE files(
     indexed INTEGER NOT NULL,      -- every whole line before this offset is in `entries`
     head BLOB NOT NULL,            -- hashes of the 4 KiB at the start and before `indexed`
     tail BLOB NOT NULL,
-    last_entry TEXT,               -- the last entry in file order: pi's leaf when it loads the file
-    first_row INTEGER,             -- the bounds of its rows' ids: a search in one session or cwd
-    last_row INTEGER               -- looks only between them
+    last_entry TEXT                -- the last entry in file order: pi's leaf when it loads the file
 );
 CREATE INDEX files_by_session ON files(session_id);
 CREATE TABLE entries(
@@ -60,7 +58,7 @@ CREATE TABLE entries(
     on_path INTEGER NOT NULL DEFAULT 0        -- on the path from the file's last entry to the root
 );
 CREATE INDEX entries_by_id ON entries(file_id, entry_id);
-CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='{TOKENIZER}');
+CREATE VIRTUAL TABLE fts USING fts5(text, meta, tokenize='{TOKENIZER}');  -- meta: filter tokens (text.py)
 INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}');
 """
 

@@ -147,32 +147,32 @@ class SearchIndex:
         limit: int,
         leaf_path: LeafPath | None,
     ) -> SearchPage:
-        bounds = q.row_bounds(db, filters)
-        if bounds is None:  # no indexed file of that session or cwd
+        file_ids = q.session_file_ids(db, filters.session) if filters.session is not None else None
+        if file_ids == [] or filters.empty:  # no such session indexed, or no role or type allowed
             return SearchPage()
-        start = position or q.Position(min(q.newest_rowid(db), bounds[1]), None, 0)
-        rows, after = self._ranked(db, expression, filters, bounds[0], start, limit)
+        expression = q.scoped(expression, filters, file_ids)
+        rows, after = self._ranked(db, expression, filters, position or q.Position(q.newest_rowid(db), None, 0), limit)
         found = q.details(db, expression, [rowid for rowid, _ in rows])
         paths: dict[str, Set[str] | None] = {}
         hits = [self._hit(found[rowid], score, paths, leaf_path) for rowid, score in rows if rowid in found]
         return SearchPage(hits, q.encode_cursor(key, after) if after is not None else None)
 
     def _ranked(
-        self, db: sqlite3.Connection, expression: str, filters: q.Filters, floor: int, position: q.Position, limit: int
+        self, db: sqlite3.Connection, expression: str, filters: q.Filters, position: q.Position, limit: int
     ) -> tuple[list[tuple[int, float]], q.Position | None]:
-        """Up to `limit` (rowid, bm25) from `position` on, crossing into older windows as needed
-        (none below `floor`), and where the next page starts (None: nothing more)."""
+        """Up to `limit` (rowid, bm25) from `position` on, crossing into older windows as needed,
+        and where the next page starts (None: nothing more)."""
         found: list[tuple[int, float]] = []
         while True:
             low = position.low
             if low is None:
-                low = q.window_low(db, expression, floor, position.high, self.rank_window)
+                low = q.window_low(db, expression, position.high, self.rank_window)
             need = limit - len(found)
-            rows = q.ranked(db, expression, filters, position.high, max(low, floor), need + 1, position.offset)
+            rows = q.ranked(db, expression, filters, position.high, low, need + 1, position.offset)
             found += rows[:need]
             if len(rows) > need:
                 return found, q.Position(position.high, low, position.offset + need)
-            if low <= floor:  # this window reached the oldest match
+            if low == 0:  # this window reached the oldest match
                 return found, None
             position = q.Position(low - 1, None, 0)
             if len(found) == limit:

@@ -5,12 +5,14 @@ The syntax is FTS5's own: terms are ANDed, `"a phrase"`, `prefix*`, `AND`, `OR`,
 whitespace-separated term (a trailing `*` still asks for a prefix), so text typed into a search
 box never is a syntax error.
 
-Ranking is bm25 within windows of matches: the newest `window` matches (by the order they were
-indexed, which follows the order they were written) are ranked first, then the next older
-window, and so on. A query with fewer matches than a window (nearly every query) is ranked
-whole; one matching half of a gigabyte of sessions costs a window's ranking, not a full sort.
-A cursor pins the newest row of its first page, so entries indexed while a client pages do not
-shift the pages it has not read yet (they show up in a new search).
+Filters by session, cwd, role and type are tokens ANDed into the match (see `text.py`); the time
+range is checked on each match. Ranking is bm25 (of the text) within windows of matches: the
+newest `window` matches (by the order they were indexed, which follows the order they were
+written; counted before the time range) are ranked first, then the next older window, and so
+on. A query with fewer matches than a window (nearly every query) is ranked whole; one matching
+half of a gigabyte of sessions costs a window's ranking, not a full sort. A cursor pins the
+newest row of its first page, so entries indexed while a client pages do not shift the pages it
+has not read yet (they show up in a new search).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .. import jsonfmt
 from ..errors import InvalidParams
 from .database import TOKENIZER
 from .model import Syntax
-from .text import CLOSE_MARK, OPEN_MARK, scrub
+from .text import CLOSE_MARK, META_MARK, OPEN_MARK, cwd_token, file_token, role_token, scrub, type_token
 
 MAX_LIMIT: Final = 500
 SNIPPET_TOKENS: Final = 20
@@ -61,12 +63,12 @@ def plain_expression(text: str) -> str:
 
 
 def _check_syntax(expression: str, query: str) -> None:
-    """Parse the expression against an empty in-memory table of the same shape: any error there
-    is the query's own, never the index's (which is not touched)."""
+    """Parse the expression, as a search runs it, against an empty in-memory table of the same
+    shape: any error there is the query's own, never the index's (which is not touched)."""
     probe = sqlite3.connect(":memory:")
     try:
-        probe.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='{TOKENIZER}')")
-        probe.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expression,)).fetchall()
+        probe.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, meta, tokenize='{TOKENIZER}')")
+        probe.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (scoped(expression, Filters(), [0]),)).fetchall()
     except sqlite3.Error as exc:
         hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
         raise InvalidParams(f"invalid search query {query!r}: {exc}{hint}", field="query", got=query) from None
@@ -89,34 +91,53 @@ class Filters:
     since_ms: int | None = None
     until_ms: int | None = None
 
-    def sql(self) -> tuple[str, list[Any]]:
-        """Conditions on `e` (entries), ANDed after the match; "" when there are none."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.cwd is not None:
-            clauses.append("e.file_id IN (SELECT file_id FROM files WHERE cwd = ?)")
-            params.append(self.cwd)
-        if self.session is not None:
-            clauses.append("e.file_id IN (SELECT file_id FROM files WHERE session_id = ? OR path = ?)")
-            params += [self.session, self.session]
-        for column, values in (("role", self.roles), ("type", self.types)):
-            if values is not None:
-                clauses.append(f"e.{column} IN ({', '.join('?' * len(values))})")
-                params += values
-        if self.since_ms is not None:
-            clauses.append("e.ts_ms >= ?")
-            params.append(self.since_ms)
-        if self.until_ms is not None:
-            clauses.append("e.ts_ms < ?")
-            params.append(self.until_ms)
-        return "".join(f" AND {clause}" for clause in clauses), params
+    @property
+    def timed(self) -> bool:
+        return self.since_ms is not None or self.until_ms is not None
 
     @property
-    def any(self) -> bool:
-        return any(
-            value is not None
-            for value in (self.cwd, self.session, self.roles, self.types, self.since_ms, self.until_ms)
-        )
+    def empty(self) -> bool:
+        """An empty list of roles or types: nothing can match."""
+        return self.roles == () or self.types == ()
+
+    def time_sql(self) -> tuple[str, list[Any]]:
+        """The time range as conditions on `e` (entries); "" without one."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.since_ms is not None:
+            clauses.append(" AND e.ts_ms >= ?")
+            params.append(self.since_ms)
+        if self.until_ms is not None:
+            clauses.append(" AND e.ts_ms < ?")
+            params.append(self.until_ms)
+        return "".join(clauses), params
+
+
+def scoped(expression: str, filters: Filters, file_ids: Sequence[int] | None) -> str:
+    """The expression as it is run: ANDed with the tokens of the filters (the files of the
+    session asked for, the cwd, roles, types) in the meta column, and held to the text column
+    when it could match a meta token."""
+    parts = [f"text : ( {expression} )" if META_MARK in expression else f"( {expression} )"]
+    if file_ids is not None:
+        parts.append(_any_of([file_token(file_id) for file_id in file_ids]))
+    if filters.cwd is not None:
+        parts.append(_any_of([cwd_token(filters.cwd)]))
+    if filters.roles is not None:
+        parts.append(_any_of([role_token(role) for role in filters.roles]))
+    if filters.types is not None:
+        parts.append(_any_of([type_token(kind) for kind in filters.types]))
+    return " AND ".join(parts)
+
+
+def _any_of(tokens: list[str]) -> str:
+    return f"meta : ( {' OR '.join(tokens)} )"
+
+
+def session_file_ids(db: sqlite3.Connection, session: str) -> list[int]:
+    """The indexed files of a session id (several files may share one) or of a path."""
+    return [
+        row[0] for row in db.execute("SELECT file_id FROM files WHERE session_id = ? OR path = ?", (session, session))
+    ]
 
 
 def filters_of(
@@ -191,30 +212,12 @@ def newest_rowid(db: sqlite3.Connection) -> int:
     return row[0] if row else 0
 
 
-def row_bounds(db: sqlite3.Connection, filters: Filters) -> tuple[int, int] | None:
-    """The rowids the files a filter names lie between (everything without one); None when no
-    indexed file matches it. A session's rows are a narrow band: the match need not look further."""
-    if filters.cwd is None and filters.session is None:
-        return 0, 2**63 - 1
-    clauses, params = [], []
-    if filters.cwd is not None:
-        clauses.append("cwd = ?")
-        params.append(filters.cwd)
-    if filters.session is not None:
-        clauses.append("(session_id = ? OR path = ?)")
-        params += [filters.session, filters.session]
+def window_low(db: sqlite3.Connection, expression: str, high: int, window: int) -> int:
+    """The lowest rowid of the `window` newest matches at or below `high` (the time range aside);
+    0 when there are fewer: this window reaches the oldest match."""
     row = db.execute(
-        f"SELECT min(first_row), max(last_row) FROM files WHERE {' AND '.join(clauses)}", params
-    ).fetchone()
-    return None if row[0] is None else (row[0], row[1])
-
-
-def window_low(db: sqlite3.Connection, expression: str, low: int, high: int, window: int) -> int:
-    """The lowest rowid of the `window` newest matches in `[low, high]`, before filters (counting
-    them costs no lookups); 0 when there are fewer: this window reaches the oldest match."""
-    row = db.execute(
-        "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (expression, low, high, window - 1),
+        "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (expression, high, window - 1),
     ).fetchone()
     return row[0] if row else 0
 
@@ -222,31 +225,37 @@ def window_low(db: sqlite3.Connection, expression: str, low: int, high: int, win
 def ranked(
     db: sqlite3.Connection, expression: str, filters: Filters, high: int, low: int, count: int, offset: int
 ) -> list[tuple[int, float]]:
-    """(rowid, bm25) of `count` filtered matches in `[low, high]`, best first, from `offset`."""
-    where, params = filters.sql()
-    source = "fts JOIN entries e ON e.rowid = fts.rowid" if filters.any else "fts"
+    """(rowid, bm25 of the text column) of `count` matches in `[low, high]`, best first, from `offset`."""
+    where, params = filters.time_sql()
+    source = "fts JOIN entries e ON e.rowid = fts.rowid" if filters.timed else "fts"
     return db.execute(
-        f"SELECT fts.rowid, bm25(fts) AS score FROM {source}"
+        f"SELECT fts.rowid, bm25(fts, 1.0, 0.0) AS score FROM {source}"
         f" WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where}"
         " ORDER BY score, fts.rowid LIMIT ? OFFSET ?",
         (expression, low, high, *params, count, offset),
     ).fetchall()
 
 
+_DETAILS: Final = f"""
+SELECT fts.rowid, f.path, f.session_id, f.cwd, e.entry_id, e.parent_id, e.type, e.role, e.timestamp,
+       e.ts_ms, e.offset, e.on_path, snippet(fts, 0, '{OPEN_MARK}', '{CLOSE_MARK}', '…', {SNIPPET_TOKENS})
+FROM fts JOIN entries e ON e.rowid = fts.rowid JOIN files f ON f.file_id = e.file_id
+WHERE fts MATCH ?
+"""
+
+
 def details(db: sqlite3.Connection, expression: str, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
     """The columns and marked snippet of each of a page's hits, by rowid (a hit a refresh dropped
-    meanwhile is missing). One match over the page's span: a match per hit would merge a prefix
-    query's doclists once per hit; `+` keeps SQLite from doing exactly that with the IN list."""
+    meanwhile is missing). A match per hit seeks each term's doclist to the hit; but a prefix
+    term's doclist is merged afresh by every match, so those pages take one match over the
+    page's span (`+` keeps SQLite from running it once per IN value)."""
     if not rowids:
         return {}
-    marks = ", ".join("?" * len(rowids))
+    if "*" not in expression:
+        found = (db.execute(_DETAILS + " AND fts.rowid = ?", (expression, rowid)).fetchone() for rowid in rowids)
+        return {row[0]: row[1:] for row in found if row is not None}
     rows = db.execute(
-        f"""
-        SELECT fts.rowid, f.path, f.session_id, f.cwd, e.entry_id, e.parent_id, e.type, e.role, e.timestamp,
-               e.ts_ms, e.offset, e.on_path, snippet(fts, 0, '{OPEN_MARK}', '{CLOSE_MARK}', '…', {SNIPPET_TOKENS})
-        FROM fts JOIN entries e ON e.rowid = fts.rowid JOIN files f ON f.file_id = e.file_id
-        WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({marks})
-        """,
+        _DETAILS + f" AND fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({', '.join('?' * len(rowids))})",
         (expression, min(rowids), max(rowids), *rowids),
     )
     return {row[0]: row[1:] for row in rows}

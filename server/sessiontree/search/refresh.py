@@ -38,7 +38,7 @@ from ..store import FileStorage, confined
 from ..store.lines import BOM, LineReader
 from .leafpath import follow_leaf
 from .model import RefreshStats
-from .text import role_and_text, scrub
+from .text import meta_text, role_and_text, scrub
 
 log = logging.getLogger("sessiontree.search")
 
@@ -71,8 +71,6 @@ class FileState:
     head: bytes
     tail: bytes
     last_entry: str | None
-    first_row: int | None
-    last_row: int | None
 
     def same_stat(self, info: os.stat_result) -> bool:
         return (self.device, self.inode, self.size, self.mtime_ns) == (
@@ -83,7 +81,7 @@ class FileState:
         )
 
 
-_STATE_COLUMNS: Final = "file_id, kind, session_id, cwd, device, inode, size, mtime_ns, indexed, head, tail, last_entry, first_row, last_row"
+_STATE_COLUMNS: Final = "file_id, kind, session_id, cwd, device, inode, size, mtime_ns, indexed, head, tail, last_entry"
 
 
 def load_states(db: sqlite3.Connection) -> dict[str, FileState]:
@@ -259,17 +257,18 @@ class Refresher:
         first = self._next_rowid
         self._next_rowid += len(batch)
         file_id = state.file_id
-        if batch:
-            state.first_row = first if state.first_row is None else state.first_row
-            state.last_row = first + len(batch) - 1
         self.db.executemany(
             "INSERT INTO entries(rowid, file_id, entry_id, parent_id, type, role, timestamp, ts_ms, offset, length)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(first + n, file_id, *row[:-1]) for n, row in enumerate(batch)],
         )
         self.db.executemany(
-            "INSERT INTO fts(rowid, text) VALUES (?, ?)",
-            [(first + n, row[-1]) for n, row in enumerate(batch) if row[-1]],
+            "INSERT INTO fts(rowid, text, meta) VALUES (?, ?, ?)",
+            [
+                (first + n, row[-1], meta_text(file_id, state.cwd, row[3], row[2]))
+                for n, row in enumerate(batch)
+                if row[-1]
+            ],
         )
         new_ids = [row[0] for row in batch if row[0] is not None]
         follow_leaf(self.db, file_id, leaf_before, state.last_entry, first, new_ids)
@@ -288,7 +287,7 @@ class Refresher:
         state.head, state.tail = window_hashes(storage.read, state.indexed)
         self.db.execute(
             "UPDATE files SET kind = ?, session_id = ?, cwd = ?, device = ?, inode = ?, size = ?, mtime_ns = ?,"
-            " indexed = ?, head = ?, tail = ?, last_entry = ?, first_row = ?, last_row = ? WHERE file_id = ?",
+            " indexed = ?, head = ?, tail = ?, last_entry = ? WHERE file_id = ?",
             (
                 state.kind,
                 state.session_id,
@@ -301,8 +300,6 @@ class Refresher:
                 state.head,
                 state.tail,
                 state.last_entry,
-                state.first_row,
-                state.last_row,
                 state.file_id,
             ),
         )
@@ -320,7 +317,7 @@ class Refresher:
         else:
             file_id = state.file_id
             self._forget(file_id, delete_file=False)
-        return FileState(file_id, PENDING, None, None, info.st_dev, info.st_ino, -1, 0, 0, b"", b"", None, None, None)
+        return FileState(file_id, PENDING, None, None, info.st_dev, info.st_ino, -1, 0, 0, b"", b"", None)
 
     def _forget(self, file_id: int, delete_file: bool) -> None:
         self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE file_id = ?)", (file_id,))

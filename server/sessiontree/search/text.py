@@ -8,6 +8,8 @@ search for "path" should not find them all), and so are images, usage and signat
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -119,3 +121,44 @@ def scrub(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return value
+
+
+# --------------------------------------------------------------------------- filter tokens
+# Each row's `meta` column holds one token per thing a search filters on (file, cwd, role, type),
+# so filters are intersected inside FTS5 like any term: a search in one session reads that
+# session's doclist, not every match. A hash keeps any cwd or type a single token. Every token
+# starts with a private-use character (a token character to FTS5, never folded, never typed):
+# a query without one cannot match a meta token, so it needs no column filter (which would make
+# FTS5 read positions for every candidate).
+
+META_MARK: Final = "\ue000"
+
+
+def file_token(file_id: int) -> str:
+    return f"{META_MARK}f{file_id}"
+
+
+def cwd_token(cwd: str) -> str:
+    return f"{META_MARK}c{_digest(cwd)}"
+
+
+def role_token(role: str) -> str:
+    return f"{META_MARK}r{_digest(role)}"
+
+
+def type_token(kind: str) -> str:
+    return f"{META_MARK}t{_digest(kind)}"
+
+
+def meta_text(file_id: int, cwd: str | None, role: str | None, kind: str | None) -> str:
+    tokens = [file_token(file_id), cwd_token(cwd or "")]
+    if role is not None:
+        tokens.append(role_token(role))
+    if kind is not None:
+        tokens.append(type_token(kind))
+    return " ".join(tokens)
+
+
+@functools.lru_cache(maxsize=4096)  # a few cwds, roles and types, over and over
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
