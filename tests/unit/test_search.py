@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree.errors import InvalidParams
+from sessiontree.errors import InvalidParams, StorageError
 from sessiontree.search import SearchIndex, index_path, plain_expression
 from sessiontree.search import refresh as refresh_module
 from sessiontree.search.database import SCHEMA_VERSION
@@ -645,6 +645,21 @@ def test_odd_strings_and_numbers_never_break_a_refresh(root: Path, index: Search
     assert ids(index.search("still")) == ["after"]
     assert ids(index.search("\ud83d emoji", syntax="plain")) == ["s1"]  # U+FFFD is no token
     assert index.search("emoji", cwd="\udcff", session="\udcff").hits == []
+
+
+def test_a_version_1_file_is_searchable_before_it_is_migrated(root: Path, index: SearchIndex) -> None:
+    directory = root / "--home-user-project--"
+    directory.mkdir()
+    shutil.copyfile(PI_QUIRK_CASES / "17-v1.jsonl", directory / "old.jsonl")
+    index.refresh(root)
+    hits = all_hits(index, "v1")
+    assert hits and all(hit.entry_id is None and not hit.on_leaf_path for hit in hits)
+
+
+def test_an_index_that_cannot_be_made_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StorageError):
+        SearchIndex(tmp_path / "file" / "search.sqlite3")
 
 
 # --------------------------------------------------------------------------- cancelling and consistency
