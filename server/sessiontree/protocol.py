@@ -147,6 +147,55 @@ class StatsResult:
 
 
 @attrs.define
+class SearchParams:
+    query: str
+    syntax: Literal["fts", "plain"] = "fts"
+    cwd: str | None = None
+    session: str | None = None
+    roles: list[str] | None = None
+    types: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    limit: int = 20
+    cursor: str | None = None
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class SearchHit:
+    path: str
+    session_id: str
+    cwd: str
+    entry_id: str | None
+    parent_id: str | None
+    type: str
+    role: str | None
+    timestamp: str | None
+    snippet: str
+    highlights: list[list[int]]
+    score: float
+    on_leaf_path: bool
+
+
+@attrs.define
+class SearchIndexed:
+    files_seen: int
+    files_unchanged: int
+    files_appended: int
+    files_reindexed: int
+    files_removed: int
+    entries_added: int
+    rebuilt: bool
+
+
+@attrs.define
+class SearchResult:
+    hits: list[SearchHit]
+    cursor: str | None
+    indexed: SearchIndexed
+
+
+@attrs.define
 class EntriesParams:
     session_id: str
     ids: list[str] | None = None
@@ -576,6 +625,7 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/treeView": MethodTypes(TreeViewParams, TreeViewResult, "The tree folded, a page of rows at a time."),
     "session/export": MethodTypes(ExportParams, ExportResult, "The session as Markdown or a self-contained HTML page."),
     "session/stats": MethodTypes(StatsParams, StatsResult, "Counts, tokens and cost of a session or a project."),
+    "session/search": MethodTypes(SearchParams, SearchResult, "Full-text search over every session under the root."),
     "session/entries": MethodTypes(EntriesParams, EntriesResult, "Full entries by id, path or cursor."),
     "session/branch": MethodTypes(BranchParams, BranchResult, "Move the leaf, optionally with a summary."),
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),

@@ -14,6 +14,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Final
@@ -138,6 +139,34 @@ class Daemon(LspServer):
         finally:
             progress.end()
 
+    async def search(self, params: p.SearchParams) -> p.SearchResult:
+        """The index is brought up to date first, in a worker thread, so the daemon answers other
+        requests meanwhile; with a `workDoneToken`, `$/progress` as files are read. A cancelled
+        search stops the refresh between files (what it indexed is kept)."""
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+        progress = None if params.work_done_token is None else self.progress(params.work_done_token)
+        report = None
+        if progress is not None:
+            progress.begin("Indexing sessions for search", percentage=0)
+            shown = [-1]
+
+            def report(done: int, total: int) -> None:  # in the worker thread
+                percent = 100 if total <= 0 else min(100, done * 100 // total)
+                if percent != shown[0]:
+                    shown[0] = percent
+                    loop.call_soon_threadsafe(lambda: progress.report(message=f"{done}/{total}", percentage=percent))
+
+        try:
+            indexed = await asyncio.to_thread(self.service.refresh_search, report, stop.is_set)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+        finally:
+            if progress is not None:
+                progress.end()
+        return self.service.search(params, indexed)
+
     async def compact(self, params: p.CompactParams) -> p.CommitCompactionResult:
         return await Summarizer(self, self.service, self.client_capabilities).compact(params)
 
@@ -169,6 +198,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/treeView": Handler(p.TreeViewParams, SessionService.tree_view),
     "session/export": Handler(p.ExportParams, SessionService.export),
     "session/stats": Handler(p.StatsParams, SessionService.stats),
+    "session/search": Handler(p.SearchParams, Daemon.search, daemon=True),
     "session/entries": Handler(p.EntriesParams, SessionService.entries),
     "session/branch": Handler(p.BranchParams, SessionService.branch),
     "session/fork": Handler(p.ForkParams, SessionService.fork),

@@ -19,7 +19,7 @@ import attrs
 import orjson
 
 from . import export, jsonfmt, protocol, stats, summaries
-from .entries import Node, js_trim, now_iso, validate_entry
+from .entries import Node, iso_to_ms, js_trim, now_iso, validate_entry
 from .errors import (
     FileReplaced,
     InvalidParams,
@@ -39,6 +39,7 @@ from .store import (
     file_version,
     migrate_file,
 )
+from .search import RefreshStats, SearchIndex, index_path
 from .store import confined
 from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
@@ -168,6 +169,7 @@ class SessionService:
         self.root = SessionsRoot(config.sessions_dir)
         self._sessions: dict[str, OpenSession] = {}
         self._by_path: dict[Path, OpenSession] = {}
+        self._search: SearchIndex | None = None
 
     # ------------------------------------------------------------------ lifecycle of sessions
 
@@ -270,6 +272,9 @@ class SessionService:
             self._close(opened)
         self._sessions.clear()
         self._by_path.clear()
+        if self._search is not None:
+            self._search.close()
+            self._search = None
 
     def _close(self, opened: OpenSession) -> None:
         """Close the file, saving its index for the next open first (a cache: failures are only logged)."""
@@ -541,6 +546,55 @@ class SessionService:
         finally:
             storage.close()
 
+    # ------------------------------------------------------------------ search
+
+    def search_index(self) -> SearchIndex:
+        """The search index of the root, beside the index sidecars (made on first use)."""
+        if self._search is None:
+            if self.config.index_dir is None:
+                raise StorageError("search needs a cache directory: indexDir is turned off", path=str(self.root.path))
+            self._search = SearchIndex(index_path(self.config.index_dir, self.root.path))
+        return self._search
+
+    def refresh_search(
+        self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> RefreshStats:
+        """Bring the search index up to date with the files (safe to run in a worker thread: it
+        reads the files through descriptors of its own and writes only the index)."""
+        return self.search_index().refresh(self.root.path, progress=progress, cancelled=cancelled)
+
+    def search(self, params: protocol.SearchParams, indexed: RefreshStats) -> protocol.SearchResult:
+        since, until = _ms_of(params.since, "since"), _ms_of(params.until, "until")
+        session = params.session
+        if session is not None and session in self._sessions:  # an open session's id: its file
+            session = str(self._sessions[session].path)
+        page = self.search_index().search(
+            params.query, syntax=params.syntax, cwd=params.cwd, session=session, roles=params.roles,
+            types=params.types, since_ms=since, until_ms=until, limit=params.limit, cursor=params.cursor,
+            leaf_path=self._leaf_path_ids,
+        )
+        hits = [
+            protocol.SearchHit(
+                hit.path, hit.session_id, hit.cwd, hit.entry_id, hit.parent_id, hit.type, hit.role, hit.timestamp,
+                hit.snippet, [list(span) for span in hit.highlights], hit.score, hit.on_leaf_path,
+            )
+            for hit in page.hits
+        ]
+        counts = protocol.SearchIndexed(
+            indexed.files_seen, indexed.files_unchanged, indexed.files_appended, indexed.files_reindexed,
+            indexed.files_removed, indexed.entries_added, indexed.rebuilt,
+        )
+        return protocol.SearchResult(hits, page.cursor, counts)
+
+    def _leaf_path_ids(self, path: str) -> set[str] | None:
+        """The ids on the path of an open session's current leaf; None for a file not open here."""
+        opened = self._by_path.get(Path(path))
+        if opened is None:
+            return None
+        index = opened.session.index
+        leaf = index.seq_of(index.leaf_id) if index.leaf_id is not None else None
+        return set() if leaf is None else {index.ids[seq] for seq in index.walk(leaf)[0]}
+
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         opened = self._synced(params.session_id)
         session = opened.session
@@ -624,6 +678,15 @@ def _first_words(session: Session) -> str | None:
             line = " ".join(text.split())
             return (line[:79] + "…") if len(line) > 80 else line or None
     return None
+
+
+def _ms_of(iso: str | None, field: str) -> int | None:
+    if iso is None:
+        return None
+    ms = iso_to_ms(iso)
+    if ms is None:
+        raise InvalidParams(f"{field} must be an ISO 8601 time such as 2026-01-31T12:00:00Z", field=field)
+    return int(ms)
 
 
 def _run_row(folded: FoldedTree, seq: int) -> Row:

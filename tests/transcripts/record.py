@@ -243,7 +243,7 @@ def lifecycle(d: Driver, root: Path) -> None:
 
 def every_method(d: Driver, root: Path) -> None:
     """One session from create to close, through every method of the protocol."""
-    d.initialize()
+    d.initialize({"indexDir": f"{root}/.index"})  # the search index stays in the test's directory
     created = d.result("session/create", {"cwd": CWD})
     sid = created["sessionId"]
     first = d.result("session/append", {"sessionId": sid, "entry": user("What is in this repository?")})["id"]
@@ -276,6 +276,7 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/export", {"sessionId": sid, "format": "html", "scope": "tree"})
     d.result("session/stats", {"sessionId": sid})
     d.result("session/stats", {"cwd": CWD})
+    d.result("session/search", {"query": "repository", "cwd": CWD, "limit": 5})
     view = d.result("session/treeView", {"sessionId": sid, "limit": 3})
     d.result("session/treeView", {"sessionId": sid, "offset": 3, "limit": 3, "reveal": view["leafId"]})
     forked = d.result("session/fork", {"sessionId": sid, "entryId": answer})
@@ -439,7 +440,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
         sections.append(section)
         return d.result(method, params)
 
-    d.initialize(capabilities=SUMMARIZING)
+    d.initialize({"indexDir": f"{root}/.index"}, capabilities=SUMMARIZING)
     created = call("session/create", "session/create", {"cwd": DOC_CWD})
     sid = created["sessionId"]
     call("session/open", "session/open", {"path": created["path"]})
@@ -453,6 +454,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/treeView", "session/treeView", {"sessionId": sid, "limit": 50})
     call("session/export", "session/export", {"sessionId": sid, "format": "markdown"})
     call("session/stats", "session/stats", {"sessionId": sid})
+    call("session/search", "session/search", {"query": "hello", "cwd": DOC_CWD})
     call("session/entries", "session/entries", {"sessionId": sid, "since": None, "limit": 10})
     call("session/branch", "session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried another way."})
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})

@@ -310,6 +310,51 @@ export interface PrepareCompactionResult {
   turnPrefixPrompt?: SummaryPrompt;
 }
 
+export interface SearchHit {
+  path: string;
+  sessionId: string;
+  cwd: string;
+  entryId: string | null;
+  parentId: string | null;
+  type: string;
+  role: string | null;
+  timestamp: string | null;
+  snippet: string;
+  highlights: number[][];
+  score: number;
+  onLeafPath: boolean;
+}
+
+export interface SearchIndexed {
+  filesSeen: number;
+  filesUnchanged: number;
+  filesAppended: number;
+  filesReindexed: number;
+  filesRemoved: number;
+  entriesAdded: number;
+  rebuilt: boolean;
+}
+
+export interface SearchParams {
+  query: string;
+  syntax?: "fts" | "plain";
+  cwd?: string | null;
+  session?: string | null;
+  roles?: string[] | null;
+  types?: string[] | null;
+  since?: string | null;
+  until?: string | null;
+  limit?: number;
+  cursor?: string | null;
+  workDoneToken?: number | string | null;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  cursor: string | null;
+  indexed: SearchIndexed;
+}
+
 /** Params of the methods that name only a session (`session/close`, `session/info`). */
 export interface SessionParams {
   sessionId: string;
@@ -460,6 +505,7 @@ export interface Methods {
   "session/open": { params: OpenParams; result: OpenResult };
   "session/prepareBranchSummary": { params: PrepareBranchSummaryParams; result: PrepareBranchSummaryResult };
   "session/prepareCompaction": { params: PrepareCompactionParams; result: PrepareCompactionResult };
+  "session/search": { params: SearchParams; result: SearchResult };
   "session/setName": { params: SetNameParams; result: AppendResult };
   "session/stats": { params: StatsParams; result: StatsResult };
   "session/subscribe": { params: SessionParams; result: SubscribeResult };
@@ -478,7 +524,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 

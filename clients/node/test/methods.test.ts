@@ -169,7 +169,7 @@ describe("every method", () => {
     assert.match(String(navigated.entry?.summary), /summary of a branchSummary/);
   });
 
-  it("treeView, export and stats", async () => {
+  it("treeView, export, stats and search", async () => {
     const view = await client.treeView({ sessionId, limit: 50 });
     assert.equal(view.rows.length, view.total);
     assert.equal(view.rows.filter((row) => row.leaf).length, 1);
@@ -181,6 +181,9 @@ describe("every method", () => {
     assert.equal(stats.sessions, 1);
     assert.equal((stats.tree as { entries: number }).entries, (await client.info({ sessionId })).entryCount);
     assert.equal((await client.stats({ cwd })).sessions, 2);
+    const found = await client.search({ query: "Hello", cwd });
+    assert.ok(found.hits.length > 0);
+    assert.ok(found.hits.every((hit) => hit.snippet.toLowerCase().includes("hello")));
   });
 
   it("answered every method of the schema with a result", async () => {

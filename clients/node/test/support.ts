@@ -32,7 +32,9 @@ export async function sandbox(): Promise<Sandbox> {
     dir,
     root,
     async start(options: ClientOptions = {}) {
-      const client = await SessionTreeClient.start({ command: testCommand(), sessionsDir: root, ...options });
+      // Index sidecars and the search index stay in the sandbox, out of the user's cache.
+      const initializationOptions = { indexDir: join(dir, "index") };
+      const client = await SessionTreeClient.start({ command: testCommand(), sessionsDir: root, initializationOptions, ...options });
       clients.push(client);
       return client;
     },
