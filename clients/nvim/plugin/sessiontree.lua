@@ -24,6 +24,35 @@ vim.api.nvim_create_user_command('SessionContext', function()
   st().guard(st().show_context)
 end, { desc = 'Show what the model sees at the leaf' })
 
+vim.api.nvim_create_user_command('SessionSearch', function(args)
+  if args.args == '' then
+    st().guard(st().search_prompt)
+  else
+    st().guard(st().search, args.args)
+  end
+end, { nargs = '?', desc = 'Search every session; pick a hit to show it in its tree' })
+
+vim.api.nvim_create_user_command('SessionExport', function(args)
+  st().guard(st().export_command, args.fargs)
+end, {
+  nargs = '+',
+  complete = function(lead, line)
+    local words = vim.split(line:sub(1, #line - #lead), '%s+', { trimempty = true })
+    local choices
+    if #words == 1 then
+      choices = { 'markdown', 'html' }
+    elseif #words == 2 then
+      choices = vim.list_extend({ 'path', 'tree' }, vim.fn.getcompletion(lead, 'file'))
+    else
+      return vim.fn.getcompletion(lead, 'file')
+    end
+    return vim.tbl_filter(function(c)
+      return c:sub(1, #lead) == lead
+    end, choices)
+  end,
+  desc = 'Export the open session as Markdown or HTML: {markdown|html} [path|tree] [file]',
+})
+
 vim.api.nvim_create_autocmd('VimLeavePre', {
   callback = function()
     if package.loaded['sessiontree'] then

@@ -128,7 +128,10 @@ local cache = vim.fn.tempname() .. '-cache'
 vim.env.XDG_CACHE_HOME = cache
 local st = require('sessiontree')
 local rpc = require('sessiontree.rpc')
-st.setup({ cmd = command(), sessions_dir = root })
+-- session/search needs an index directory: one of its own, given to the daemon as
+-- initializationOptions.indexDir.
+local index_dir = cache .. '/index'
+st.setup({ cmd = command(), sessions_dir = root, index_dir = index_dir })
 out('# Neovim ' .. rpc.nvim_version())
 
 local function user(text)
@@ -291,8 +294,8 @@ test('f forks at the entry under the cursor into a new file and shows it', funct
   eq(1, #messages_matching('forked into'), 'a message says where')
 end)
 
+local example = root .. '/--work-example--/demo-session.jsonl'
 test('the example session: the tree as :SessionOpen draws it, runs folded, the cursor on the leaf', function()
-  local example = root .. '/--work-example--/demo-session.jsonl'
   vim.fn.mkdir(vim.fn.fnamemodify(example, ':h'), 'p')
   vim.fn.writefile(vim.fn.readfile(repo .. '/clients/examples/demo-session.jsonl', 'b'), example, 'b')
   vim.cmd('SessionOpen ' .. vim.fn.fnameescape(example))
@@ -355,6 +358,155 @@ test('the example session: the tree as :SessionOpen draws it, runs folded, the c
   eq(4, cursor_line(), 'the cursor on the labelled entry')
   local last = read_entries(example)
   eq({ 'label', 'b2c3d4e5', 'thinking' }, { last[#last].type, last[#last].targetId, last[#last].label }, 'the label entry in the file')
+end)
+
+test('search hits: the matched words marked, code points counted as the daemon counts them', function()
+  local search = require('sessiontree.search')
+  eq('héllo «wörld» «ä»', search.mark('héllo wörld ä', { { 12, 13 }, { 6, 11 } }), 'marked')
+  eq('«日本»語', search.mark('日本語', { { 0, 2 } }), 'marked')
+  eq('assistant · 2026-01-01 00:00 · a «b»  —  x.jsonl (/w)', search.format_hit({
+    path = '/r/x.jsonl', cwd = '/w', role = 'assistant', type = 'message',
+    timestamp = '2026-01-01T00:00:14.000Z', snippet = 'a b', highlights = { { 2, 3 } },
+  }))
+  eq('Empty input- a-b.md', search.export_name({ sessionId = 'x', name = 'Empty input: a/b' }, 'markdown'))
+  eq('0123.html', search.export_name({ sessionId = '0123', name = vim.NIL }, 'html'))
+end)
+
+--- Pick the first item vim.ui.select offers (as a user would); returns what was offered.
+local function pick_first()
+  local offered = {}
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    vim.ui.select = select
+    offered.items, offered.lines, offered.prompt = items, vim.tbl_map(opts.format_item, items), opts.prompt
+    on_choice(items[1], 1)
+  end
+  return offered
+end
+
+test(':SessionSearch {words}: the first hit picked opens its session, the cursor on its entry (a run unfolded)', function()
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
+  wait_for('the first session', function()
+    return st.state.tree.shown == created.path
+  end)
+  messages = {}
+  local offered = pick_first()
+  vim.cmd('SessionSearch read the parser')
+  wait_for('the picker', function()
+    return offered.items ~= nil
+  end)
+  local hit = offered.items[1]
+  eq(example, hit.path, 'the best hit is in the example session: ' .. vim.inspect(offered.lines))
+  eq('d4e5f6a7', hit.entryId, 'the hit: ' .. vim.inspect(hit))
+  eq('assistant · 2026-01-01 00:00 · Let me «read» «the» «parser» first. «read» src/«parser».py  —  demo-session.jsonl (/home/user/demo)',
+    offered.lines[1], 'the picker line')
+  wait_for('the tree of the example session, the cursor on the hit', function()
+    return st.state.tree.shown == example and st.entry_at_cursor() == hit.entryId
+  end)
+  eq(example, st.state.session.path, 'the session opened')
+  eq('● assistant: Let me read the parser first. [read]', buffer_lines()[cursor_line()], 'the cursor line')
+  eq('● user: The tests in parser.py fail on empty input. Can you look?', buffer_lines()[cursor_line() - 1],
+    'the run the hit is in, unfolded')
+  eq({}, messages, 'no messages')
+end)
+
+test(':SessionSearch without a query asks for one; a hit in the open session moves the cursor to it', function()
+  local input = vim.ui.input
+  local asked
+  vim.ui.input = function(opts, on_confirm)
+    vim.ui.input = input
+    asked = opts.prompt
+    on_confirm('callers both')
+  end
+  local offered = pick_first()
+  vim.cmd('SessionSearch')
+  eq('Search sessions: ', asked, 'the prompt')
+  wait_for('the picker', function()
+    return offered.items ~= nil
+  end)
+  eq('9d0e1f2a', offered.items[1].entryId, 'the hit')
+  wait_for('the cursor on the hit', function()
+    return st.entry_at_cursor() == '9d0e1f2a'
+  end)
+  eq('  ● assistant: Two callers; both already handle an empty result.', buffer_lines()[cursor_line()], 'the cursor line')
+end)
+
+test('a bad FTS query is reported clearly; the same words as plain text are not an error', function()
+  messages = {}
+  local got
+  st.search('parser AND (', { syntax = 'fts', on_hits = function(hits)
+    got = hits
+  end })
+  wait_for('the message', function()
+    return #messages > 0
+  end)
+  eq(vim.log.levels.ERROR, messages[1].level)
+  eq(true, messages[1].message:find('sessiontree: search: the query "parser AND (" is not valid: ', 1, true) == 1, messages[1].message)
+  eq(nil, got, 'no hits')
+  messages = {}
+  local offered = pick_first()
+  st.search('parser AND (', { on_hits = function(hits)
+    got = hits
+  end })
+  wait_for('the hits', function()
+    return got ~= nil
+  end)
+  eq({}, messages, 'no messages')
+  wait_for('the picker (the first hit picked)', function()
+    return offered.items ~= nil
+  end)
+end)
+
+test(':SessionExport markdown {file}: the path to the leaf written there; a message says where', function()
+  wait_for('the example session', function()
+    return st.state.tree.shown == example
+  end)
+  messages = {}
+  local file = vim.fn.tempname() .. '-export.md'
+  vim.cmd('SessionExport markdown ' .. vim.fn.fnameescape(file))
+  wait_for('the file', function()
+    return vim.fn.filereadable(file) == 1 and #messages > 0
+  end)
+  eq('# Empty input in the parser', vim.fn.readfile(file)[1], 'the first line')
+  eq('sessiontree: exported the path to the leaf as markdown to ' .. file, messages[1].message)
+  vim.fn.delete(file)
+end)
+
+test(':SessionExport html tree: the whole tree, to the session name + .html in the current directory', function()
+  local dir = vim.fn.tempname() .. '-export'
+  vim.fn.mkdir(dir, 'p')
+  dir = vim.fn.resolve(dir)
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. vim.fn.fnameescape(dir))
+  messages = {}
+  vim.cmd('SessionExport html tree')
+  local file = dir .. '/Empty input in the parser.html'
+  wait_for('the file', function()
+    return vim.fn.filereadable(file) == 1 and #messages > 0
+  end)
+  vim.cmd('cd ' .. vim.fn.fnameescape(cwd))
+  eq('<!DOCTYPE html>', vim.fn.readfile(file)[1], 'the first line')
+  eq('sessiontree: exported the whole tree as html to ' .. file, messages[1].message)
+  messages = {}
+  vim.cmd('SessionExport pdf')
+  eq('sessiontree: export: the format is markdown or html, not "pdf"', messages[1] and messages[1].message)
+  vim.fn.delete(dir, 'rf')
+end)
+
+test('search without an index directory (index_dir = false): a clear message', function()
+  local config = vim.deepcopy(st.config)
+  eq(0, st.stop(), 'the daemon exits cleanly')
+  st.setup({ index_dir = false })
+  messages = {}
+  vim.cmd('SessionSearch parser')
+  wait_for('the message', function()
+    return #messages > 0
+  end)
+  eq(vim.log.levels.ERROR, messages[1].level)
+  eq(true, messages[1].message:find('sessiontree: search needs an index directory, and the daemon has none it can write (', 1, true) == 1,
+    messages[1].message)
+  eq(0, st.stop(), 'the daemon exits cleanly')
+  st.config = config
 end)
 
 -- A session with a long linear stretch, written here as pi writes one: a header, then 3,000

@@ -57,7 +57,7 @@ function M.check()
   local own = false
   if not (client and client:alive()) then
     local err
-    client, err = rpc.start({ cmd = st.config.cmd, sessions_dir = st.config.sessions_dir })
+    client, err = rpc.start({ cmd = st.config.cmd, sessions_dir = st.config.sessions_dir, index_dir = st.config.index_dir })
     if not client then
       error_(err)
       return

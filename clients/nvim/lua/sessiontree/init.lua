@@ -15,7 +15,7 @@ local View = require('sessiontree.view')
 
 local M = {}
 
-M.config = { cmd = nil, sessions_dir = nil }
+M.config = { cmd = nil, sessions_dir = nil, index_dir = nil }
 
 local HEADER_LINES = 2
 local HELP = '<CR> switch  l label  f fork  c context  <Tab> unfold/fold  r refresh'
@@ -114,6 +114,7 @@ function M.client()
   local started, err = rpc.start({
     cmd = M.config.cmd,
     sessions_dir = M.config.sessions_dir,
+    index_dir = M.config.index_dir,
     on_notification = on_notification,
     on_exit = on_exit,
   })
@@ -402,6 +403,12 @@ end
 local function anchor_for(session, opts)
   local t = state.tree
   local view, win = t.view, tree_window()
+  if opts.reveal then -- an entry found elsewhere (a search hit), in an unfolded run or not
+    if opts.reveal.run then
+      t.open[opts.reveal.run] = true
+    end
+    return { id = opts.reveal.id, run = opts.reveal.run, offset = opts.reveal.offset }
+  end
   if opts.reveal_leaf or not view or t.shown ~= session.path or not win then
     return { id = session.leafId, leaf = true }
   end
@@ -429,7 +436,8 @@ end
 --- arrive while a refresh is under way are gathered into one more refresh when it ends;
 --- opts.replace (the user changed something) cancels the one under way instead, and its answer
 --- is not drawn. opts.reveal_leaf: put the cursor on the leaf (else it stays on its entry);
---- opts.entry: on this entry.
+--- opts.entry: on this entry; opts.reveal = {id, run, offset}: on this entry, unfolding the run
+--- (its first entry's id) it is the offset-th entry of.
 ---
 --- A refresh asks, in one go, where the cursor's entry and the unfolded runs are now and the page
 --- around the cursor's entry; then the other pages the window shows; then draws them all at once.
@@ -1019,6 +1027,201 @@ function M.pick()
       end
     end)
   end)
+end
+
+-- Search and export -----------------------------------------------------------------------------
+
+local NO_INDEX = -32017
+local SEARCH_LIMIT = 50
+local RUN_PAGE = 2000 -- entries of a run asked for at a time when looking for one of them
+
+--- Put the tree's cursor on an entry of the open session (a search hit): when the entry is in a
+--- run, the run is unfolded and the cursor goes to the entry's own line.
+function M.reveal(entry_id)
+  M.with_session(function(session, client)
+    local function draw_at(reveal)
+      if state.session == session and tree_buf() then
+        M.refresh({ replace = true, reveal = reveal })
+      end
+    end
+    client:request('session/treeView', { sessionId = session.sessionId, reveal = entry_id, limit = 1 }, function(err, found)
+      if err then
+        return report(err)
+      elseif state.session ~= session then
+        return
+      end
+      local row = found.rows[1]
+      if not (row and row.run) then
+        return draw_at({ id = entry_id })
+      elseif row.id == entry_id then
+        return draw_at({ id = entry_id, run = row.id, offset = 0 })
+      end
+      -- Where the entry is in the run: its entries a page at a time until it turns up.
+      local function look(offset)
+        local params = { sessionId = session.sessionId, run = row.id, offset = offset, limit = RUN_PAGE }
+        client:request('session/treeView', params, function(e, page)
+          if e then
+            return report(e)
+          elseif state.session ~= session then
+            return
+          end
+          for k, entry in ipairs(page.rows) do
+            if entry.id == entry_id then
+              return draw_at({ id = entry_id, run = row.id, offset = page.offset + k - 1 })
+            end
+          end
+          if #page.rows > 0 and page.offset + #page.rows < page.total then
+            look(page.offset + #page.rows)
+          else
+            draw_at({ id = entry_id }) -- not there any more (the tree changed): on its row
+          end
+        end)
+      end
+      look(0)
+    end)
+  end)
+end
+
+--- Open the session of a search hit (unless it is the open one) and show its tree with the cursor
+--- on the hit's entry.
+function M.open_hit(hit)
+  M.client()
+  M.tree_buffer()
+  local entry = hit.entryId ~= vim.NIL and hit.entryId or nil
+  local session = state.session
+  if session and session.path == hit.path then
+    if entry then
+      M.reveal(entry)
+    else
+      M.show_tree()
+    end
+    return
+  end
+  if state.tree.shown ~= hit.path then
+    tree_message('Opening ' .. hit.path .. '…')
+  end
+  M.open(hit.path, function()
+    if entry then
+      M.reveal(entry)
+    end
+  end)
+end
+
+local function search_error(err, query)
+  if type(err) == 'table' and err.code == INVALID_PARAMS then
+    err = { message = 'search: the query ' .. vim.inspect(query) .. ' is not valid: ' .. tostring(err.message) }
+  elseif type(err) == 'table' and err.code == NO_INDEX then
+    err = {
+      message = 'search needs an index directory, and the daemon has none it can write ('
+        .. tostring(err.message) .. "); set one with require('sessiontree').setup({ index_dir = ... })",
+    }
+  end
+  report(err)
+end
+
+--- :SessionSearch {query}: search every session under the root (session/search; opts.syntax
+--- "plain" by default, "fts" for FTS5 syntax) and pick a hit in vim.ui.select; the hit's session
+--- opens with the cursor on its entry. A newer search cancels an older one still waiting.
+--- opts.on_hits(hits), when given, is called with the hits before the picker (for scripts).
+function M.search(query, opts)
+  opts = opts or {}
+  query = vim.trim(query or '')
+  if query == '' then
+    return notify('search: nothing to search for')
+  end
+  local client = M.client()
+  local previous = state.search_request
+  if previous and previous.client:alive() then
+    previous.client:cancel(previous.handle)
+  end
+  local request = { client = client }
+  state.search_request = request
+  local params = { query = query, syntax = opts.syntax or 'plain', limit = opts.limit or SEARCH_LIMIT }
+  request.handle = client:request('session/search', params, function(err, result)
+    if state.search_request ~= request then
+      return -- a newer search replaced this one
+    end
+    state.search_request = nil
+    if err then
+      return search_error(err, query)
+    end
+    local hits = result.hits
+    if opts.on_hits then
+      opts.on_hits(hits)
+    end
+    if #hits == 0 then
+      return notify('search: nothing matches ' .. vim.inspect(query))
+    end
+    local more = result.cursor ~= nil and result.cursor ~= vim.NIL and ' (the first ' .. #hits .. ')' or ''
+    vim.ui.select(hits, {
+      prompt = 'Sessions matching ' .. query .. more,
+      kind = 'sessiontree_search',
+      format_item = require('sessiontree.search').format_hit,
+    }, function(hit)
+      if hit then
+        M.guard(M.open_hit, hit)
+      end
+    end)
+  end)
+  return request
+end
+
+--- :SessionSearch without a query: ask for one.
+function M.search_prompt()
+  vim.ui.input({ prompt = 'Search sessions: ' }, function(text)
+    if text and vim.trim(text) ~= '' then
+      M.guard(M.search, text)
+    end
+  end)
+end
+
+M.EXPORT_FORMATS = { 'markdown', 'html' }
+M.EXPORT_SCOPES = { 'path', 'tree' }
+
+--- :SessionExport {markdown|html} [path|tree] [file]: the open session as a document
+--- (session/export), written to `file` (default: the session's name, or its id, with .md or
+--- .html, in the current directory). on_done(file), when given, after the file is written.
+function M.export(format, scope, file, on_done)
+  if not vim.tbl_contains(M.EXPORT_FORMATS, format) then
+    error({ message = 'export: the format is markdown or html, not ' .. vim.inspect(format) })
+  end
+  scope = scope or 'path'
+  if not vim.tbl_contains(M.EXPORT_SCOPES, scope) then
+    error({ message = 'export: the scope is path or tree, not ' .. vim.inspect(scope) })
+  end
+  M.with_session(function(session, client)
+    local params = { sessionId = session.sessionId, format = format, scope = scope }
+    client:request('session/export', params, function(err, result)
+      if err then
+        return report(err)
+      end
+      local target = file and vim.fn.expand(file) or require('sessiontree.search').export_name(session, format)
+      target = vim.fn.fnamemodify(target, ':p')
+      local out, open_err = io.open(target, 'wb')
+      if not out then
+        return report({ message = 'export: cannot write ' .. target .. ': ' .. tostring(open_err) })
+      end
+      local ok, write_err = out:write(result.content)
+      out:close()
+      if not ok then
+        return report({ message = 'export: cannot write ' .. target .. ': ' .. tostring(write_err) })
+      end
+      notify(string.format('exported the %s as %s to %s', scope == 'tree' and 'whole tree' or 'path to the leaf', format, target))
+      if on_done then
+        on_done(target)
+      end
+    end)
+  end)
+end
+
+--- The arguments of :SessionExport: format, then path|tree (optional), then the file (optional).
+function M.export_command(fargs)
+  local format, scope, rest = fargs[1], nil, 2
+  if vim.tbl_contains(M.EXPORT_SCOPES, fargs[2] or '') then
+    scope, rest = fargs[2], 3
+  end
+  local file = #fargs >= rest and table.concat(vim.list_slice(fargs, rest), ' ') or nil
+  M.export(format, scope, file)
 end
 
 --- Shut the daemon down (waiting for it at most timeout_ms); returns its exit code.

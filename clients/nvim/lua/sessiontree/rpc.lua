@@ -123,6 +123,7 @@ M.Client = Client
 --- the daemon answers `initialize` wait for it), or nil and a message saying why it could not
 --- start. opts:
 ---   cmd, sessions_dir         the command (see M.command) and `--sessions-dir`
+---   index_dir                 `initializationOptions.indexDir`: a directory, or false (none)
 ---   on_notification(method, params)
 ---   on_request(method, params) -> result, err   (requests from the daemon)
 ---   on_ready(client)          after `initialize` was answered
@@ -132,6 +133,12 @@ function M.start(opts)
   local cmd = M.command(opts.cmd)
   if opts.sessions_dir then
     vim.list_extend(cmd, { '--sessions-dir', vim.fn.fnamemodify(opts.sessions_dir, ':p') })
+  end
+  local init_options = nil
+  if opts.index_dir == false then
+    init_options = { indexDir = false }
+  elseif opts.index_dir then
+    init_options = { indexDir = vim.fn.fnamemodify(vim.fn.expand(opts.index_dir), ':p') }
   end
   local self = setmetatable({
     cmd = cmd,
@@ -189,6 +196,7 @@ function M.start(opts)
     processId = vim.fn.getpid(),
     clientInfo = { name = 'sessiontree.nvim', version = M.nvim_version() },
     capabilities = vim.empty_dict(),
+    initializationOptions = init_options,
   }, function(err, result)
     if err then
       self.state = 'failed'
