@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig

@@ -69,9 +69,9 @@ class Summarizer:
 
     async def navigate(self, params: protocol.NavigateParams) -> protocol.CommitBranchSummaryResult:
         self._require_capability()
-        shared = {"context_window": params.context_window, "reserve_tokens": params.reserve_tokens}
+        window, reserve = params.context_window, params.reserve_tokens
         prepare = protocol.PrepareBranchSummaryParams(
-            params.session_id, params.target_id, UNSET, **shared,
+            params.session_id, params.target_id, UNSET, window, reserve,
             custom_instructions=params.custom_instructions, replace_instructions=params.replace_instructions,
         )
         prepared = self.service.prepare_branch_summary(prepare)
@@ -79,7 +79,9 @@ class Summarizer:
         if prepared.prompt is not None:  # pi asks no model when nothing is left to summarise
             request = SummarizeParams(params.session_id, "branchSummary", branch_summary=prepared)
             summary = (await self._ask(request, params.timeout_ms, params.work_done_token)).summary
-        commit = protocol.CommitBranchSummaryParams(params.session_id, params.target_id, prepared.from_id, summary, **shared)
+        commit = protocol.CommitBranchSummaryParams(
+            params.session_id, params.target_id, prepared.from_id, summary, context_window=window, reserve_tokens=reserve
+        )
         return self.service.commit_branch_summary(commit)
 
     # ----------------------------------------------------------------- the round trip

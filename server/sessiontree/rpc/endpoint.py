@@ -162,7 +162,8 @@ class Endpoint:
 
     def on_cancel(self, params: Any) -> None:
         """`$/cancelRequest`: cancel the task answering that request; otherwise nothing to do."""
-        task = self.running.get(params.get("id")) if type(params) is dict else None
+        msg_id = params.get("id") if type(params) is dict else None
+        task = self.running.get(msg_id) if envelope.valid_id(msg_id) else None
         if task is not None:
             task.cancel()
 

@@ -6,7 +6,7 @@ exactly once: an invalid one with -32600 (with its id when that id is usable).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -44,7 +44,7 @@ class Invalid:
 Envelope = Request | Notification | Response | Invalid
 
 
-def valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> TypeGuard[MessageId]:
     """LSP ids are integers or strings (JSON-RPC's null and fractions are refused)."""
     return type(value) is int or type(value) is str
 

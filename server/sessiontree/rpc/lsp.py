@@ -157,7 +157,8 @@ class LspServer(Endpoint):
         elif method in self.handlers:
             self.answer(request, self.handlers[method])
         elif method == SHUTDOWN:
-            self.send_result(request.id, self._shutdown())
+            self._shutdown()
+            self.send_result(request.id, None)
         elif method != INITIALIZE:
             self.send_error(request.id, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
         elif self.initialized:
