@@ -89,7 +89,7 @@ nvim: setup nvim-installed nvim-current
 	  SESSIONTREE_PYTHON=$(DAEMON_PYTHON) $$bin --headless -u NONE -c "luafile $(CLIENTS)/nvim/test/run.lua" || status=1; \
 	done; exit $$status
 
-# The daemon on the shipped example session: its tree, then the context the model would see.
+# The shipped example session as the daemon serves it: its tree, then the context the model would see.
 demo: setup
 	$(VENV)/bin/sessiontree tree $(DEMO)
 	@echo
