@@ -1,9 +1,10 @@
 import * as vscode from "vscode";
-import { basename } from "node:path";
+import { basename, join } from "node:path";
+import { homedir } from "node:os";
 import { SessionTreeClient } from "sessiontree-client";
 import * as commands from "./commands";
 import { ContextDocuments } from "./contextDocument";
-import type { EntryItem } from "./model";
+import type { EntryItem, ViewItem } from "./model";
 import { SessionView } from "./session";
 import { SessionStatus } from "./statusBar";
 import { entryDecorations, SessionTreeProvider } from "./treeProvider";
@@ -20,6 +21,7 @@ class DaemonStopped extends Error {}
  */
 class Extension implements vscode.Disposable {
   private view: SessionView | undefined;
+  private treeView: vscode.TreeView<ViewItem> | undefined;
   private starting: Promise<SessionView> | undefined;
   /** Daemons that have exited. */
   private readonly exited = new WeakSet<SessionTreeClient>();
@@ -47,6 +49,7 @@ class Extension implements vscode.Disposable {
     const view = new SessionView(client);
     const provider = new SessionTreeProvider(view, (error) => this.report(error));
     const tree = vscode.window.createTreeView("sessiontree.tree", { treeDataProvider: provider, showCollapseAll: true });
+    this.treeView = tree;
     let revealed: string | undefined;
     this.disposables.push(
       view,
@@ -148,6 +151,19 @@ class Extension implements vscode.Disposable {
     await vscode.window.showTextDocument(document, { preview: false });
   }
 
+  /** Search every session; the hit picked is opened in the view, its entry revealed and selected. */
+  async search(): Promise<void> {
+    const view = await this.sessionView();
+    const syntax = vscode.workspace.getConfiguration("sessiontree").get<string>("search.syntax", "plain") === "fts" ? "fts" : "plain";
+    const hit = await commands.search(ui, view, { syntax });
+    if (hit === undefined) return;
+    await vscode.commands.executeCommand("sessiontree.tree.focus");
+    const item = hit.entryId === null ? undefined : await commands.findEntry(view, hit.entryId);
+    if (item !== undefined && this.treeView !== undefined) {
+      await this.treeView.reveal(item, { select: true, focus: true, expand: false });
+    }
+  }
+
   async stop(): Promise<void> {
     const client = this.view?.client;
     if (client === undefined) return;
@@ -170,6 +186,22 @@ const ui: commands.Ui = {
     return picked?.[0]?.fsPath;
   },
   info: (message) => void vscode.window.showInformationMessage(message),
+  warn: (message) => void vscode.window.showWarningMessage(`Session Tree: ${message}`),
+  ask: (message, ...actions) => Promise.resolve(vscode.window.showInformationMessage(message, ...actions)),
+  saveFile: async (name, format) => {
+    // Beside the workspace's first folder, else the home directory.
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? homedir();
+    const picked = await vscode.window.showSaveDialog({
+      defaultUri: vscode.Uri.file(join(folder, name)),
+      filters: format === "html" ? { HTML: ["html"] } : { Markdown: ["md"] },
+      title: "Export Session",
+    });
+    return picked?.fsPath;
+  },
+  writeFile: (path, content) => Promise.resolve(vscode.workspace.fs.writeFile(vscode.Uri.file(path), new TextEncoder().encode(content))),
+  openExternal: async (path) => {
+    await vscode.env.openExternal(vscode.Uri.file(path));
+  },
   progress: (title, task) =>
     Promise.resolve(
       vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Session Tree: ${title}` }, (progress) => {
@@ -213,6 +245,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("sessiontree.label", run((view, target) => commands.label(ui, view, target))),
     vscode.commands.registerCommand("sessiontree.fork", run((view, target) => commands.fork(ui, view, target))),
     vscode.commands.registerCommand("sessiontree.refresh", run((view) => view.refresh())),
+    vscode.commands.registerCommand("sessiontree.search", guarded(() => ext.search())),
+    vscode.commands.registerCommand("sessiontree.export", run((view) => commands.exportSession(ui, view))),
     vscode.commands.registerCommand("sessiontree.showContext", guarded(() => ext.showContext())),
     vscode.commands.registerCommand("sessiontree.restart", guarded(() => ext.restart())),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -1,7 +1,7 @@
 // The extension's commands and live updates, without VS Code: a scripted Ui, the real daemon
 // through the Node library, and assertions on what the view shows and on the session file.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -32,6 +32,29 @@ class ScriptedUi implements commands.Ui {
   }
   info(message: string): void {
     this.shown.push(message);
+  }
+  warned: string[] = [];
+  warn(message: string): void {
+    this.warned.push(message);
+  }
+  asks: (string | undefined)[] = [];
+  asked: [string, string[]][] = [];
+  async ask(message: string, ...actions: string[]): Promise<string | undefined> {
+    this.asked.push([message, actions]);
+    return this.asks.shift();
+  }
+  saves: (string | undefined)[] = [];
+  proposed: string[] = [];
+  async saveFile(name: string): Promise<string | undefined> {
+    this.proposed.push(name);
+    return this.saves.shift();
+  }
+  async writeFile(path: string, content: string): Promise<void> {
+    writeFileSync(path, content);
+  }
+  opened: string[] = [];
+  async openExternal(path: string): Promise<void> {
+    this.opened.push(path);
   }
   async progress<T>(title: string, task: (report: (message?: string, percentage?: number) => void) => Promise<T>): Promise<T> {
     const shown = { title, reports: [] as [string | undefined, number | undefined][] };
@@ -190,9 +213,91 @@ describe("extension commands", () => {
     assert.match(ui.shown.at(-1) ?? "", /Forked into/);
   });
 
+  it("searches every session, opens the hit's session and finds its entry in the view", async () => {
+    ui.progressShown = [];
+    ui.inputs.push("fix");
+    let offered: { label: string; description?: string; detail?: string }[] = [];
+    ui.picks.push((items) => {
+      offered = items;
+      return items.findIndex((item) => (item as commands.HitItem).hit.path === path);
+    });
+    const hit = await commands.search(ui, view);
+    assert.ok(hit);
+    assert.equal(ui.progressShown[0]?.title, "Searching…");
+    const chosen = offered.find((item) => (item as commands.HitItem).hit === hit)!;
+    assert.equal(chosen.label, "«Fix» it");
+    assert.match(chosen.description ?? "", /^user · \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
+    assert.equal(chosen.detail, "Demo · /work/vscode", "the session's name, and its project");
+    assert.equal(view.current?.path, path, "the hit's session is open in the view");
+    assert.equal(hit.entryId, ids[2]);
+    const item = await commands.findEntry(view, hit.entryId!);
+    assert.equal(item?.id, ids[2]);
+    // An entry on a branch off the leaf's line is found too, its branch opened.
+    ui.inputs.push("another");
+    ui.picks.push((items) => items.findIndex((item) => (item as commands.HitItem).hit.path === path));
+    const other = await commands.search(ui, view);
+    const branched = await commands.findEntry(view, other!.entryId!);
+    assert.equal(branched?.title, "user: Another way");
+    assert.equal(await commands.findEntry(view, "ffffffff"), undefined);
+  });
+
+  it("marks the matched words of a snippet in code points", () => {
+    assert.equal(commands.markSnippet("a 😀 fix and fix", [[4, 7], [12, 15]]), "a 😀 «fix» and «fix»");
+    assert.equal(commands.markSnippet("plain", []), "plain");
+  });
+
+  it("says so when nothing matches, and shows a query the daemon refuses as a warning", async () => {
+    ui.inputs.push("zebra");
+    assert.equal(await commands.search(ui, view), undefined);
+    assert.match(ui.shown.at(-1) ?? "", /No session holds “zebra”/);
+    assert.equal(await commands.search(ui, view, { query: '"unbalanced AND', syntax: "fts" }), undefined);
+    assert.match(ui.warned.at(-1) ?? "", /^Search: /);
+    // Plain syntax takes the same text literally: no error.
+    ui.picks.push(() => undefined);
+    assert.equal(await commands.search(ui, view, { query: '"Fix', syntax: "plain" }), undefined);
+    assert.equal(ui.picks.length, 0, "it found the hit and offered it");
+    ui.inputs.push(undefined); // Escape
+    assert.equal(await commands.search(ui, view), undefined);
+  });
+
+  it("exports the open session as Markdown and as an HTML page", async () => {
+    ui.picks.push((items) => items.findIndex((item) => item.label === "Markdown"));
+    ui.picks.push((items) => items.findIndex((item) => item.label === "Path to the leaf"));
+    const md = join(dir, "out.md");
+    ui.saves.push(md);
+    assert.equal(await commands.exportSession(ui, view), md);
+    assert.equal(ui.proposed.at(-1), "Demo.md");
+    const markdown = readFileSync(md, "utf8");
+    assert.match(markdown, /^# /);
+    assert.match(markdown, /Hello/);
+    assert.match(ui.shown.at(-1) ?? "", /Exported to .*out\.md/);
+
+    ui.picks.push((items) => items.findIndex((item) => item.label === "HTML"));
+    ui.picks.push((items) => items.findIndex((item) => item.label === "Whole tree"));
+    const html = join(dir, "out.html");
+    ui.saves.push(html);
+    ui.asks.push("Open in Browser");
+    assert.equal(await commands.exportSession(ui, view), html);
+    assert.equal(ui.proposed.at(-1), "Demo-tree.html");
+    const page = readFileSync(html, "utf8");
+    assert.match(page, /<html/i);
+    assert.match(page, /Another way/, "the whole tree: the other branch too");
+    assert.deepEqual(ui.asked.at(-1)?.[1], ["Open in Browser"]);
+    assert.deepEqual(ui.opened, [html]);
+
+    // Escape at any step writes nothing.
+    ui.picks.push((items) => items.findIndex((item) => item.label === "HTML"));
+    ui.picks.push((items) => items.findIndex((item) => item.label === "Whole tree"));
+    ui.saves.push(undefined);
+    assert.equal(await commands.exportSession(ui, view), undefined);
+    ui.picks.push(() => undefined);
+    assert.equal(await commands.exportSession(ui, view), undefined);
+  });
+
   it("refuses commands before a session is open", async () => {
     const fresh = new SessionView(client);
     await assert.rejects(commands.switchBranch(ui, fresh, "abc"), /No session is open/);
+    await assert.rejects(commands.exportSession(ui, fresh), /No session is open/);
     fresh.dispose();
   });
 });
