@@ -191,6 +191,23 @@ describe("the extension in a real VS Code workbench", () => {
     await until("the label in the view", async () => /\[chosen\]/.test(await row("2c3d4e5f").getAttribute("aria-label")), 15_000);
   });
 
+  step("searches the sessions from the view's title bar, opens the hit picked and selects its entry", async () => {
+    // The leaf is now on the other branch: the hit is an entry off its path, in a branch.
+    await page.locator('a[aria-label="Search Sessions…"]:visible').first().click();
+    const input = page.locator(".quick-input-widget input:visible");
+    await input.fill("callers");
+    await input.press("Enter");
+    const hit = page.locator(".quick-input-list .monaco-list-row", { hasText: "Now check the" });
+    await hit.waitFor();
+    assert.match(await hit.innerText(), /«callers» of parse/);
+    assert.match(await hit.innerText(), /user/);
+    assert.match(await hit.innerText(), new RegExp(NAME));
+    await hit.click();
+    await until("the hit's entry selected in the view", async () => (await row("7b8c9d0e").getAttribute("aria-selected").catch(() => null)) === "true", 15_000);
+    assert.match(await row("7b8c9d0e").getAttribute("aria-label"), /^user: Now check the callers of parse/);
+    assert.equal((await status().innerText()).trim(), `${NAME} · leaf ${lines().at(-1).id}`, "the leaf did not move");
+  });
+
   step("reports a daemon that died, and restarts it from the notification", async () => {
     const [pid, ...others] = daemonsFor(sessionsDir);
     assert.ok(pid && others.length === 0, `one daemon for the sessions root, found ${[pid, ...others]}`);
