@@ -1,4 +1,5 @@
-"""The `sessiontree` command: `serve` runs the daemon; `tree` and `context` print a session file."""
+"""The `sessiontree` command: `serve` runs the daemon; `tree`, `context`, `export`, `stats` and
+`search` read session files in this process, through the domain, as the daemon would serve them."""
 
 from __future__ import annotations
 
@@ -38,6 +39,28 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("file", type=Path)
     context.add_argument("--leaf", metavar="ID", help="the leaf to project from (default: the current leaf)")
     context.add_argument("--format", choices=("agent", "llm"), default="agent")
+
+    export = commands.add_parser("export", help="write a session as Markdown or a self-contained HTML page")
+    export.add_argument("file", type=Path)
+    export.add_argument("--format", choices=("markdown", "html"), required=True)
+    export.add_argument("--scope", choices=("path", "tree"), default="path", help="the leaf's path, or every branch")
+    export.add_argument("--leaf", metavar="ID", help="the leaf (default: the current leaf)")
+    export.add_argument("-o", "--output", type=Path, metavar="OUT", help="the file to write (default: stdout)")
+
+    stats = commands.add_parser("stats", help="entries, messages, tool calls, tokens and cost")
+    target = stats.add_mutually_exclusive_group(required=True)
+    target.add_argument("file", type=Path, nargs="?", help="a session file")
+    target.add_argument("--cwd", metavar="DIR", help="every session of a project (under the sessions root)")
+    stats.add_argument("--sessions-dir", type=Path, help="the sessions root for --cwd (default: pi's)")
+    stats.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+
+    search = commands.add_parser("search", help="search every session under the sessions root")
+    search.add_argument("query", help="words to find (FTS5 syntax with --fts: phrases, prefix*, AND/OR/NOT)")
+    search.add_argument("--cwd", metavar="DIR", help="only the sessions of this project")
+    search.add_argument("--fts", action="store_true", help="take the query in FTS5 syntax")
+    search.add_argument("--limit", type=int, default=20, metavar="N", help="hits to show (default 20)")
+    search.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
+    search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
     return parser
 
 
@@ -54,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             record=args.record,
         )
         return serve(config)
+    if args.command == "search" or (args.command == "stats" and args.cwd is not None):
+        return across_sessions(args)
     return show(args)
 
 
@@ -62,7 +87,7 @@ def show(args: argparse.Namespace) -> int:
     rooted at its directory would serve it; no daemon is started and the server is not imported."""
     from .config import InitOptions, resolve_index_dir
     from .errors import SessionTreeError
-    from .protocol import UNSET, ContextParams, ContextResult, OpenParams, TreeParams, TreeResult
+    from .protocol import UNSET, ContextParams, ContextResult, OpenParams, StatsParams, TreeParams, TreeResult
     from .render import context_lines, tree_lines
     from .service import ServiceConfig, SessionService
 
@@ -79,6 +104,10 @@ def show(args: argparse.Namespace) -> int:
             print(f"sessiontree: warning: {warning.message}", file=sys.stderr)
         if args.command == "tree":
             lines = tree_lines(_as_received(service.tree(TreeParams(session_id=opened.session_id)), TreeResult))
+        elif args.command == "export":
+            return _export(service, opened.session_id, args)
+        elif args.command == "stats":
+            lines = _stats_lines(service.stats(StatsParams(session_id=opened.session_id)), args.json)
         else:
             leaf = UNSET if args.leaf is None else args.leaf
             params = ContextParams(session_id=opened.session_id, leaf_id=leaf, format=args.format)
@@ -90,6 +119,87 @@ def show(args: argparse.Namespace) -> int:
     finally:
         service.close_all()
     return 0
+
+
+def _export(service: Any, session_id: str, args: argparse.Namespace) -> int:
+    from .protocol import UNSET, ExportParams
+
+    leaf = UNSET if args.leaf is None else args.leaf
+    content = service.export(ExportParams(session_id, args.format, leaf, args.scope)).content
+    if args.output is None:
+        _print_lines(iter(content.splitlines()))
+    else:
+        args.output.write_text(content, encoding="utf-8")
+        print(f"sessiontree: wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _stats_lines(result: Any, as_json: bool) -> Iterator[str]:
+    from . import jsonfmt
+    from .protocol import to_wire
+
+    wire = to_wire(result)
+    if as_json:
+        yield jsonfmt.dumps_wire(wire).decode()
+        return
+    for title, figures in (("whole tree", wire["tree"]), ("path to the leaf", wire.get("path"))):
+        if figures is None:
+            continue
+        usage = figures["usage"]
+        yield f"{title}: {figures['entries']:,} entries, {usage['assistantMessages']:,} assistant messages"
+        roles = ", ".join(f"{role} {count:,}" for role, count in figures["messagesByRole"].items())
+        yield f"  messages: {roles or 'none'}"
+        tools = ", ".join(f"{tool} {count:,}" for tool, count in list(figures["toolCalls"].items())[:10])
+        yield f"  tool calls: {tools or 'none'}"
+        tokens = usage["tokens"]
+        yield (f"  tokens: {tokens['total']:,} (input {tokens['input']:,}, output {tokens['output']:,}, "
+               f"cache read {tokens['cacheRead']:,}, cache write {tokens['cacheWrite']:,})")
+        yield f"  cost: {usage['cost']['total']:.4f}"
+        for model, figures_of in figures["byModel"].items():
+            yield f"  {model}: {figures_of['assistantMessages']:,} messages, cost {figures_of['cost']['total']:.4f}"
+        yield f"  compactions {figures['compactions']}, branch points {figures['branchPoints']}"
+    if wire.get("cwd") is not None:
+        yield f"{wire['sessions']} sessions of {wire['cwd']}"
+
+
+def across_sessions(args: argparse.Namespace) -> int:
+    """`search` and `stats --cwd`: the sessions root as the daemon would serve it."""
+    from . import jsonfmt
+    from .config import InitOptions, resolve_index_dir, resolve_sessions_dir
+    from .errors import SessionTreeError
+    from .protocol import SearchParams, StatsParams, to_wire
+    from .service import ServiceConfig, SessionService
+
+    root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
+    service = SessionService(ServiceConfig(sessions_dir=root, index_dir=resolve_index_dir(os.environ, InitOptions())))
+    try:
+        if args.command == "stats":
+            _print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))
+            return 0
+        syntax = "fts" if args.fts else "plain"
+        result = service.search(SearchParams(args.query, syntax, cwd=args.cwd, limit=args.limit), service.refresh_search())
+        if args.json:
+            _print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))
+        else:
+            _print_lines(_hit_lines(result.hits))
+    except SessionTreeError as exc:
+        print(f"sessiontree: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        service.close_all()
+    return 0
+
+
+def _hit_lines(hits: list[Any]) -> Iterator[str]:
+    for hit in hits:
+        marked, at = [], 0
+        for start, end in hit.highlights:
+            marked += [hit.snippet[at:start], "«", hit.snippet[start:end], "»"]
+            at = end
+        marked.append(hit.snippet[at:])
+        where = f"{hit.path}#{hit.entry_id}"
+        yield f"{hit.timestamp or '':24.24} {hit.role or hit.type:14.14} {''.join(marked)}"
+        yield f"  {where}{'  (on the leaf path)' if hit.on_leaf_path else ''}"
 
 
 def _as_received(result: Any, cls: type[T]) -> T:
