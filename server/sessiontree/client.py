@@ -256,6 +256,9 @@ class SessionTreeClient:
     async def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
         return await self.call("session/stats", params)
 
+    async def search(self, params: protocol.SearchParams) -> protocol.SearchResult:
+        return await self.call("session/search", params)
+
     async def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         return await self.call("session/entries", params)
 
@@ -360,6 +363,9 @@ class SyncSessionTreeClient:
 
     def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
         return self._run(self.client.stats(params))
+
+    def search(self, params: protocol.SearchParams) -> protocol.SearchResult:
+        return self._run(self.client.search(params))
 
     def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
         return self._run(self.client.entries(params))
