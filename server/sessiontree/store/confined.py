@@ -68,17 +68,6 @@ class Directory:
                 number += 1
                 name = f"{stem}.{number}"
 
-    def link_unique(self, source: str, stem: str) -> str:
-        """A second name for `source` here: `stem`, or the first free `stem.N`."""
-        name, number = stem, 0
-        while True:
-            try:
-                self.link(source, name)
-                return name
-            except FileExistsError:
-                number += 1
-                name = f"{stem}.{number}"
-
     def replace(self, source: str, target: str) -> None:
         os.replace(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd)
 

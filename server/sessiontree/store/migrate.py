@@ -50,19 +50,19 @@ def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: b
     original = storage.read(0, storage.size())
     migrated = migrate_bytes(original, version)
     with confined.directory(root, path.parent) as directory:
-        temporary, fd = directory.create_unique(f".{path.name}.migrating")
+        made: list[str] = []
         try:
-            with open(fd, "wb", closefd=True) as out:
-                out.write(migrated)
-                out.flush()
-                os.fsync(out.fileno())
+            temporary = _write_new(directory, f".{path.name}.migrating", migrated, made)
+            # A copy, not a second name: while the original had two names another daemon
+            # opening it would take it for a hard link out of the root.
+            backup = _write_new(directory, f"{path.name}.v{version}.bak", original, made)
             if storage.size() != len(original) or storage.replaced():  # written meanwhile without a lock
                 raise FileReplaced("the file changed while it was being migrated; open it again", path=str(path))
-            backup = directory.link_unique(path.name, f"{path.name}.v{version}.bak")  # the original bytes, kept
             directory.replace(temporary, path.name)
         except BaseException:
-            with contextlib.suppress(OSError):
-                directory.unlink(temporary)
+            for name in made:
+                with contextlib.suppress(OSError):
+                    directory.unlink(name)
             raise
         if sync:
             directory.sync()
@@ -71,6 +71,17 @@ def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: b
         f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {path.parent / backup}",
         path=str(path.parent / backup),
     )
+
+
+def _write_new(directory: confined.Directory, stem: str, data: bytes, made: list[str]) -> str:
+    """`data` in a new file named `stem` (or `stem.1`, …), synced; its name is added to `made`."""
+    name, fd = directory.create_unique(stem)
+    made.append(name)
+    with open(fd, "wb", closefd=True) as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    return name
 
 
 class _Line:
