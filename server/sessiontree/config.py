@@ -9,8 +9,9 @@ The sessions root is resolved late, at `initialize`, because the client may name
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Mapping
+from typing import Any, Final
 
 import attrs
 

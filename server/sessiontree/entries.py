@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import msgspec
@@ -72,7 +72,7 @@ def now_iso() -> str:
     return f"{_second[1]}.{millis:03d}Z"
 
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 
 
@@ -85,7 +85,7 @@ def iso_to_ms(value: Any) -> int | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return (parsed - _EPOCH) // _MILLISECOND
 
 
@@ -134,7 +134,7 @@ class _LineSkeleton(msgspec.Struct, gc=False):
     thinkingLevel: Any = msgspec.UNSET
     provider: Any = msgspec.UNSET
     modelId: Any = msgspec.UNSET
-    message: _MessageSkeleton | None | msgspec.UnsetType = msgspec.UNSET
+    message: _MessageSkeleton | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _skeleton_decoder: Final = msgspec.json.Decoder(_LineSkeleton)
@@ -324,7 +324,7 @@ def _setting_of_skeleton(skel: _LineSkeleton) -> Any:
 
 def _require(entry: dict[str, Any], key: str, kinds: tuple[type, ...], where: str, what: str) -> Any:
     value = entry.get(key)
-    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise InvalidParams(f"{where}.{key} must be {what}", field=f"{where}.{key}")
     return value
 

@@ -66,7 +66,7 @@ def _has_js_number(value: Any) -> bool:
             pending.extend(item.values())
         elif kind is list:
             pending.extend(item)
-        elif kind is float or kind is int and not -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+        elif kind is float or (kind is int and not -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER):
             return True
     return False
 
@@ -113,7 +113,7 @@ class RawJson(Mapping[str, Any]):
     Entries travel from the file to the wire this way without being decoded and encoded again.
     """
 
-    __slots__ = ("text", "_value")
+    __slots__ = ("_value", "text")
 
     def __init__(self, text: bytes) -> None:
         self.text = text  # valid UTF-8 JSON text of an object (see `raw_object`)

@@ -31,16 +31,16 @@ from .errors import (
 from .listing import list_sessions, session_files, subdirectories
 from .paths import SessionsRoot, check_session_id, file_name, new_session_id
 from .protocol import UNSET, AppendedEntry, AppendResult, Warning
+from .search import RefreshStats, SearchIndex, index_path
 from .store import (
     Appended,
     Durability,
     FileStorage,
     Session,
+    confined,
     file_version,
     migrate_file,
 )
-from .search import RefreshStats, SearchIndex, index_path
-from .store import confined
 from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.folded import FoldedTree, Row, Shape, row_of

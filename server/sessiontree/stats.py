@@ -23,16 +23,16 @@ TOKEN_KINDS = ("input", "output", "cacheRead", "cacheWrite")
 class _Cost(msgspec.Struct, gc=False):
     input: float = 0
     output: float = 0
-    cacheRead: float = 0  # noqa: N815 (pi's field names)
-    cacheWrite: float = 0  # noqa: N815
+    cacheRead: float = 0  # pi's field names
+    cacheWrite: float = 0
     total: float = 0
 
 
 class _Usage(msgspec.Struct, gc=False):
     input: float = 0
     output: float = 0
-    cacheRead: float = 0  # noqa: N815
-    cacheWrite: float = 0  # noqa: N815
+    cacheRead: float = 0
+    cacheWrite: float = 0
     cost: _Cost | None = None
 
 
@@ -63,7 +63,7 @@ _ZERO: tuple[float, ...] = (0.0,) * _NUMBERS
 class Facts:
     """What one assistant message adds: its model, its day, its numbers, its tool calls."""
 
-    __slots__ = ("model", "day", "numbers", "tools")
+    __slots__ = ("day", "model", "numbers", "tools")
 
     def __init__(self, model: str, day: str, numbers: tuple[float, ...], tools: list[str]) -> None:
         self.model, self.day, self.numbers, self.tools = model, day, numbers, tools

@@ -17,13 +17,13 @@ import random
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 CWD = "/bench/project"
 LIST_CWD = "/bench/list"
 # pi's directory names for the two cwds (the cwd without its leading slash, "/" as "-")
@@ -33,12 +33,15 @@ LIST_DIR = "--bench-list--"
 # characters (~512 MiB), so the largest sessions use a compact size profile.
 COMPACT_FROM = 300_000
 
-WORDS = (
-    "the a to of and in is it for that this with on be as are not we by file function test value "
-    "error return import class config should will can now then first next update fix check run "
-    "build session tree entry leaf parent branch context model tool result message user assistant "
-    "index offset line byte read write append lock path fork label compaction summary token cache"
-).split()
+WORDS = [
+    "the", "a", "to", "of", "and", "in", "is", "it", "for", "that", "this", "with", "on", "be",
+    "as", "are", "not", "we", "by", "file", "function", "test", "value", "error", "return",
+    "import", "class", "config", "should", "will", "can", "now", "then", "first", "next", "update",
+    "fix", "check", "run", "build", "session", "tree", "entry", "leaf", "parent", "branch",
+    "context", "model", "tool", "result", "message", "user", "assistant", "index", "offset",
+    "line", "byte", "read", "write", "append", "lock", "path", "fork", "label", "compaction",
+    "summary", "token", "cache",
+]
 CODE = [
     "def handle(self, request):",
     "    return self.service.dispatch(request)",

@@ -35,7 +35,7 @@ class SessionGrower:
         iso = f"2025-01-01T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.000Z"
         return iso, 1735689600000 + seconds * 1000
 
-    def _add(self, entry: dict[str, Any], parent: str | None | bool = False) -> str:
+    def _add(self, entry: dict[str, Any], parent: str | bool | None = False) -> str:
         entry_id = f"{len(self.entries) + 1:08x}"
         iso, _ = self._time()
         parent_id = self.leaf if parent is False else parent

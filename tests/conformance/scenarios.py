@@ -16,8 +16,9 @@ that pi writes the file at once).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 Op = dict[str, Any]
 Scenario = dict[str, Any]

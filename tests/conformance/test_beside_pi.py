@@ -13,9 +13,9 @@ import pytest
 from pi_harness import PiDriver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from test_beside_other_writers import Calls, session_file, user  # noqa: E402
+from test_beside_other_writers import Calls, session_file, user
 
-from support.daemon import RawDaemon  # noqa: E402
+from support.daemon import RawDaemon
 
 APPENDER = Path(__file__).resolve().parent / "pi_appender.mjs"
 

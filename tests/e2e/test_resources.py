@@ -14,9 +14,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from test_beside_other_writers import HEADER, Calls, line, session_file, start_writer, user
 
 from support.daemon import RawDaemon, frame, info, request
-from test_beside_other_writers import HEADER, Calls, line, session_file, start_writer, user
 
 DEPTH = 1000  # Node's parser takes it, so pi does
 

@@ -4,13 +4,14 @@ progress, and entries another process appends found on the next search."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from test_beside_other_writers import Calls, line, session_file, user
 
 from support.daemon import RawDaemon, request
-from test_beside_other_writers import Calls, line, session_file, user
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from support.daemon import RawDaemon, frame
 from test_beside_other_writers import Calls, line, session_file, user
+
+from support.daemon import RawDaemon, frame
 
 BRANCH_EVERY = 997  # entries between branch points
 

@@ -12,7 +12,7 @@ import pytest
 from sessiontree import export
 from sessiontree import protocol as p
 from sessiontree.errors import EntryNotFound
-from sessiontree.service import SessionService, ServiceConfig
+from sessiontree.service import ServiceConfig, SessionService
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> & "quotes"'

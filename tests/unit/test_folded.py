@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sessiontree import protocol as p
 from sessiontree.errors import EntryNotFound, InvalidParams
-from sessiontree.service import SessionService, ServiceConfig
+from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
 from sessiontree.tree.folded import FoldedTree, Shape

@@ -733,7 +733,7 @@ def test_a_search_while_another_thread_refreshes(
     def refresh() -> None:
         try:
             index.refresh(root)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     worker = threading.Thread(target=refresh)

@@ -12,7 +12,7 @@ import pytest
 from sessiontree import protocol as p
 from sessiontree import stats
 from sessiontree.errors import InvalidParams
-from sessiontree.service import SessionService, ServiceConfig
+from sessiontree.service import ServiceConfig, SessionService
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 

@@ -14,7 +14,7 @@ class Codes:
     """Values that repeat (entry types, roles, models): one small table and a code per entry.
     Code 0 is None. Unhashable values (only in odd files) get a code each."""
 
-    __slots__ = ("values", "codes", "plain", "_typed")
+    __slots__ = ("_typed", "codes", "plain", "values")
 
     def __init__(self, values: list[Any] | None = None, codes: array | None = None) -> None:
         self.values: list[Any] = [None] if values is None else values
@@ -76,7 +76,7 @@ def _key(value: Any) -> Any:
 class SparseCodes:
     """Coded values for a few positions (seqs, added in increasing order); None elsewhere."""
 
-    __slots__ = ("positions", "coded")
+    __slots__ = ("coded", "positions")
 
     def __init__(self, positions: array | None = None, coded: Codes | None = None) -> None:
         self.positions = array("i") if positions is None else positions

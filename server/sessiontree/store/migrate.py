@@ -87,7 +87,7 @@ def _write_new(directory: confined.Directory, stem: str, data: bytes, made: list
 class _Line:
     """One line of the file: its bytes, and its object when it parsed."""
 
-    __slots__ = ("raw", "value", "changed")
+    __slots__ = ("changed", "raw", "value")
 
     def __init__(self, raw: bytes, value: Any) -> None:
         self.raw = raw

@@ -47,7 +47,7 @@ _id_only = msgspec.json.Decoder(_Id).decode  # validates the whole line, builds 
 class Appended:
     """An entry this daemon wrote: its index node and the exact object it wrote."""
 
-    __slots__ = ("node", "entry")
+    __slots__ = ("entry", "node")
 
     def __init__(self, node: Node, entry: dict[str, Any]) -> None:
         self.node = node

@@ -58,7 +58,7 @@ class _FileLock:
     """An exclusive flock, re-entrant within this process (flock on the same descriptor would not
     block anyway). A plain class, not a generator: it is taken on every append."""
 
-    __slots__ = ("fd", "depth")
+    __slots__ = ("depth", "fd")
 
     def __init__(self, fd: int) -> None:
         self.fd, self.depth = fd, 0

@@ -32,7 +32,7 @@ _NONZERO = re.compile(rb"[^\x00]+")
 class Row:
     """One row: the entry at `first`, or the run of entries `first..last` (consecutive seqs)."""
 
-    __slots__ = ("first", "last", "indent")
+    __slots__ = ("first", "indent", "last")
 
     def __init__(self, first: int, last: int, indent: int) -> None:
         self.first, self.last, self.indent = first, last, indent

@@ -66,7 +66,7 @@ def compaction_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
 class Context:
     """A built context: messages, thinking level and model at `leaf_id`."""
 
-    __slots__ = ("leaf_id", "messages", "thinking_level", "model", "warnings")
+    __slots__ = ("leaf_id", "messages", "model", "thinking_level", "warnings")
 
     def __init__(self, leaf_id: str | None) -> None:
         self.leaf_id = leaf_id
