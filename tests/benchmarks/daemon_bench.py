@@ -43,7 +43,7 @@ class Daemon:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin: IO[bytes] = self.process.stdin
-        self.stdout = open(self.process.stdout.fileno(), "rb", buffering=1 << 20, closefd=False)
+        self.stdout = open(self.process.stdout.fileno(), "rb", buffering=1 << 20, closefd=False)  # noqa: SIM115 - read for the daemon's lifetime
         self.next_id = 0
         self.traces: list[str] = []  # `$/logTrace` messages, while tracing is on
         # Index sidecars in a directory of this round's own: an open scans, a reopen finds the sidecar.

@@ -281,7 +281,7 @@ HEADER = ["size", "operation", "pi (median)", "ours (median)", "ours/pi", "pi pe
 
 def table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in [HEADER, *rows]]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + " |" for line in [HEADER, *rows]]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +169,8 @@ def measure_queries(index: SearchIndex, root: Path, runs: int) -> list[dict[str,
     for query, options in QUERIES:
         options = {k: (one_session if v == "SESSION" else v) for k, v in options.items()}
         first = index.search(query, **options)
-        page1 = median_ms(runs, lambda: index.search(query, **options))
-        page2 = median_ms(runs, lambda: index.search(query, cursor=first.cursor, **options)) if first.cursor else None
+        page1 = median_ms(runs, partial(index.search, query, **options))
+        page2 = median_ms(runs, partial(index.search, query, cursor=first.cursor, **options)) if first.cursor else None
         label = ", ".join(f"{k}={'one' if k == 'session' else v}" for k, v in options.items())
         rows.append({"query": query, "options": label, "hits": len(first.hits), "page1": page1, "page2": page2})
     return rows

@@ -191,8 +191,8 @@ def groups(profile: dict[str, tuple[float, float]]) -> dict[str, float]:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    lines = ["| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |" for line in [header, *rows]]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = ["| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) + " |" for line in [header, *rows]]
     lines.insert(1, "|" + "|".join("-" * (width + 2) for width in widths) + "|")
     return "\n".join(lines)
 
@@ -208,7 +208,7 @@ def main() -> int:
     versions = {"after": args.after.resolve()}
     if args.before is not None:
         versions = {"before": args.before.resolve(), **versions}
-    for label, server_dir in versions.items():
+    for server_dir in versions.values():
         if _has_pycache(server_dir):
             print(f"note: {server_dir} holds __pycache__ directories: its 'compiled' rows load some modules from them")
     with tempfile.TemporaryDirectory(prefix="sessiontree-pyc-") as caches:

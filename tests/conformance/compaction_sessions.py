@@ -199,7 +199,7 @@ class SessionGrower:
             (lambda: self.branch(True), 1),
             (self.settings_entry, 2),
         ]
-        functions, weights = zip(*actions)
+        functions, weights = zip(*actions, strict=True)
         self.turn()
         for _ in range(operations):
             self.rng.choices(functions, weights)[0]()

@@ -33,7 +33,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def js_json(value: Any) -> bytes:
     """JSON as JavaScript's JSON.stringify spells strings: UTF-8, lone surrogates escaped."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text).encode("utf-8")
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 # --------------------------------------------------------------------------- pi

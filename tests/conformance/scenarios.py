@@ -169,7 +169,7 @@ class Builder:
                 "cacheRead": self.rng.randrange(0, 1000),
                 "cacheWrite": 0,
                 "totalTokens": self.rng.randrange(0, 210_000),
-                "cost": dict(zip(["input", "output", "cacheRead", "cacheWrite", "total"], cost)),
+                "cost": dict(zip(["input", "output", "cacheRead", "cacheWrite", "total"], cost, strict=True)),
             },
             "stopReason": "toolUse" if tool_call else self.rng.choice(["stop", "stop", "length", "error", "aborted"]),
             "timestamp": self._ts(),

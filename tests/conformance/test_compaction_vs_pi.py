@@ -151,7 +151,7 @@ def _leaf_problems(service: SessionService, sid: str, case: Case, theirs: dict[s
     decisions = [should_compact(tokens, w, _settings(s)) for s in SETTINGS for w in WINDOWS]
     check("shouldCompact", decisions, theirs["shouldCompact"])
     path = [session.entry(node) for node in walk_path(session.index, leaf)]
-    for raw, cut, prepared in zip(SETTINGS, theirs["cuts"], theirs["preparations"]):
+    for raw, cut, prepared in zip(SETTINGS, theirs["cuts"], theirs["preparations"], strict=True):
         ours_cut = find_cut_point(path, 0, len(path), raw["keepRecentTokens"])
         check("findCutPoint", [ours_cut.first_kept_index, ours_cut.turn_start_index, ours_cut.is_split_turn],
               [cut["firstKeptEntryIndex"], cut["turnStartIndex"], cut["isSplitTurn"]])
@@ -171,7 +171,7 @@ def _preparation_problems(
         return []
     mine = plain(ours)
     fields = ["firstKeptEntryId", "messagesToSummarize", "turnPrefixMessages", "isSplitTurn", "tokensBefore", "fileOps", "settings"]
-    check("prepareCompaction", {k: mine.get(k) for k in fields + ["previousSummary"]}, {k: pis.get(k) for k in fields + ["previousSummary"]})
+    check("prepareCompaction", {k: mine.get(k) for k in [*fields, "previousSummary"]}, {k: pis.get(k) for k in [*fields, "previousSummary"]})
     if "error" in theirs:
         return [f"leaf {leaf}: pi's compact failed: {theirs['error']}"]
     prompts = [x for x in (ours.history_prompt, ours.turn_prefix_prompt) if x is not None]
@@ -228,7 +228,7 @@ def _branch_problems(service: SessionService, sid: str, theirs: dict[str, Any]) 
 
 def test_compaction_matches_pi(cases: list[Case], pi_results: list[dict[str, Any]], service: SessionService, tally: Tally) -> None:
     problems: list[str] = []
-    for case, theirs in zip(cases, pi_results):
+    for case, theirs in zip(cases, pi_results, strict=True):
         sid = service.open(p.OpenParams(str(case.file))).session_id
         found = [x for leaf in theirs["leaves"] for x in _leaf_problems(service, sid, case, leaf)]
         tally.add("compaction (leaves x 3 settings)", len(theirs["leaves"]), not found)
@@ -238,7 +238,7 @@ def test_compaction_matches_pi(cases: list[Case], pi_results: list[dict[str, Any
 
 def test_branch_summaries_match_pi(cases: list[Case], pi_results: list[dict[str, Any]], service: SessionService, tally: Tally) -> None:
     problems: list[str] = []
-    for case, theirs in zip(cases, pi_results):
+    for case, theirs in zip(cases, pi_results, strict=True):
         sid = service.open(p.OpenParams(str(case.file))).session_id
         found = [x for branch in theirs["branches"] for x in _branch_problems(service, sid, branch)]
         tally.add("branch summaries (moves)", len(theirs["branches"]), not found)

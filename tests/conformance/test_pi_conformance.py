@@ -77,7 +77,7 @@ def first_diff(expected: Any, got: Any, path: str = "") -> str | None:
                 return diff
         return None
     if isinstance(expected, list) and isinstance(got, list):
-        for i, (e, g) in enumerate(zip(expected, got)):
+        for i, (e, g) in enumerate(zip(expected, got, strict=False)):  # the common items; the lengths below
             diff = first_diff(e, g, f"{path}[{i}]")
             if diff:
                 return diff
@@ -497,7 +497,8 @@ def test_pi_reads_daemon_files(name: str, reverse: dict[str, ReverseRun], tally:
     for r in errors:
         report.fail(f"daemon refused {r['op']}: {r['error']}")
     ours = [r["value"] for r in rev.run.results if r["op"] == "inspect" and "value" in r]
-    for k, (pi_view, our_view) in enumerate(zip(rev.read_back, ours)):
+    # strict=False: a refused op (reported above) leaves a view out of `ours`
+    for k, (pi_view, our_view) in enumerate(zip(rev.read_back, ours, strict=False)):
         report.where = f"{name} daemon-file#{k}"
         before = len(report.lines)
         if pi_view.get("raw") != our_view["raw"]:
@@ -556,7 +557,8 @@ def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun],
     for i, r in enumerate(replay["results"][:stop]):
         if "error" in r:
             report.fail(f"pi replay failed at op#{i} {r['op']}: {r['error']}")
-    for k, (pi_raw, our_path) in enumerate(zip(pi_raws, rev.run.files)):
+    # strict=False: a replay pi failed (reported above) leaves files out of `pi_raws`
+    for k, (pi_raw, our_path) in enumerate(zip(pi_raws, rev.run.files, strict=False)):
         if k >= first_unaligned:
             tally.byte_skipped += 1
             continue
@@ -610,14 +612,14 @@ def report_line_diffs(report: Report, expected: list[str], got: list[str]) -> No
     if len(expected) != len(got):
         report.fail(f"{len(got)} lines, pi wrote {len(expected)}")
     seen: set[str] = set()
-    for i, (e, g) in enumerate(zip(expected, got)):
+    for i, (e, g) in enumerate(zip(expected, got, strict=False)):  # the common lines; the counts above
         if e == g:
             continue
         kind = "number spelling" if _pairs(e) is not None and _pairs(e) == _pairs(g) else "content"
         if kind in seen:
             continue
         seen.add(kind)
-        at = next((j for j, (a, b) in enumerate(zip(e, g)) if a != b), min(len(e), len(g)))
+        at = next((j for j, (a, b) in enumerate(zip(e, g, strict=False)) if a != b), min(len(e), len(g)))
         start = max(0, at - 80)
         report.fail(
             f"line {i + 1} differs from pi's ({kind}) at column {at + 1}:\n"
@@ -629,7 +631,8 @@ def compare_probes(
     report: Report, name: str, pi_results: list[dict[str, Any]], ours: list[dict[str, Any]], timeline: list[int], orphaned: set[int]
 ) -> None:
     """Probe answers along the way, except in files where the documented fork difference applies."""
-    for i, (p, o) in enumerate(zip(pi_results, ours)):
+    # strict=False: `pi_results` stops where the files stop aligning (`stop`), `ours` goes on
+    for i, (p, o) in enumerate(zip(pi_results, ours, strict=False)):
         op = p["op"]
         report.where = f"{name} op#{i} {op}"
         if "value" not in p or "value" not in o or timeline[i] in orphaned:
@@ -663,7 +666,7 @@ def test_session_list_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, d
     assert by_cwd, "the reverse runs created files"
     ops = [{"op": "list", "cwd": cwd, "sessionDir": str(directory)} for cwd, directory in by_cwd.items()]
     pi_lists = [r["value"] for r in pi.run([{"name": "list", "ops": ops}])[0]["results"]]
-    for (cwd, _), pi_list in zip(by_cwd.items(), pi_lists):
+    for (cwd, _), pi_list in zip(by_cwd.items(), pi_lists, strict=True):
         ours = {s["path"]: s for s in daemon.request("session/list", {"cwd": cwd})["sessions"]}
         assert pi_list, f"pi lists no session for {cwd}"
         report.check(f"cwd={cwd} paths ", sorted(s["path"] for s in pi_list), sorted(ours))
@@ -775,7 +778,7 @@ def test_daemon_migrates_like_pi(case: str, case_views: dict[str, Any], daemon: 
     try:
         entries = all_entries(daemon, sid)
         report.check("entry count ", len(pi_view["entries"]), len(entries))
-        ids = {p["id"]: o["id"] for p, o in zip(pi_view["entries"], entries)}
+        ids = {p["id"]: o["id"] for p, o in zip(pi_view["entries"], entries, strict=False)}  # counts checked above
         ours = daemon_view(daemon, sid, [e["id"] for e in entries])
         leaves = compare_views(report, pi_view, ours, ids)
     finally:

@@ -47,7 +47,7 @@ def start_writer(path: Path, count: int, size: int, parent: str | None, pause: f
 
 
 def writer_ids(count: int) -> list[str]:
-    return ["p%07d" % i for i in range(count)]
+    return [f"p{i:07d}" for i in range(count)]
 
 
 def line(entry: dict[str, Any]) -> bytes:
@@ -188,17 +188,17 @@ def test_two_daemons_opening_one_v2_file_at_once_both_open_the_migrated_file(
         path.parent.mkdir(exist_ok=True)
         shutil.copyfile(PI_QUIRK_CASES / "19-v2-hookMessage.jsonl", path)
         messages = [request(1000 + round_, "session/open", {"path": str(path)}) for _ in daemons]
-        for d, message in zip(daemons, messages):
+        for d, message in zip(daemons, messages, strict=True):
             d.daemon.send_message(message)  # both at once: they race for the migration
         answers = [d.receive() for d in daemons]
         assert all("result" in a for a in answers), answers
         assert len({a["result"]["sessionId"] for a in answers}) == 1
         appended = [d.result("session/append", {"sessionId": a["result"]["sessionId"], "entry": user_entry("x")})["id"]
-                    for d, a in zip(daemons, answers)]
+                    for d, a in zip(daemons, answers, strict=True)]
         assert set(appended) <= set(ids_in(path))  # in the live file, not in the backup
         assert len(list(path.parent.glob(f"{path.name}.v2.bak*"))) == 1
         assert not list(path.parent.glob(f".{path.name}.migrating*"))
-        for d, a in zip(daemons, answers):
+        for d, a in zip(daemons, answers, strict=True):
             d.result("session/close", {"sessionId": a["result"]["sessionId"]})
 
 

@@ -42,7 +42,7 @@ async def test_typed_calls_round_trip(sessions_dir: Path) -> None:
         context = await client.context(p.ContextParams(session_id=sid))
         assert [m["content"] for m in context.messages] == ["a"]
         tree = await client.tree(p.TreeParams(session_id=sid))
-        assert [n.label for n in tree.nodes][0] == "start"
+        assert tree.nodes[0].label == "start"
         entries = await client.entries(p.EntriesParams(session_id=sid, ids=[second.id]))
         assert entries.entries[0]["id"] == second.id
         forked = await client.fork(p.ForkParams(session_id=sid, entry_id=second.id))

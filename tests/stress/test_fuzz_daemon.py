@@ -19,6 +19,7 @@ frames holding JSON-RPC responses with documented codes (never -32603), keep ans
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -429,7 +430,7 @@ class FuzzTarget:
 
     def reopen_base_sessions(self) -> None:
         """Fuzzed closes must not starve later cases of an open session."""
-        for session, path in zip(self.SESSIONS, self.paths):
+        for session, path in zip(self.SESSIONS, self.paths, strict=True):
             if "error" in self.call("session/info", {"sessionId": session}):
                 opened = self.call("session/open", {"path": path})
                 assert "result" in opened, opened
@@ -490,7 +491,7 @@ def target(tmp_path: Path, spawned: Callable[..., RawDaemon]) -> FuzzTarget:
     root, outside = seed_root(tmp_path)
     fuzz = FuzzTarget(root, outside, spawned)
     fuzz.start()
-    for session, cwd in zip(FuzzTarget.SESSIONS, ("/proj", "/other")):
+    for session, cwd in zip(FuzzTarget.SESSIONS, ("/proj", "/other"), strict=True):
         created = fuzz.call("session/create", {"cwd": cwd, "id": session})["result"]
         fuzz.paths.append(created["path"])
     for text in ("one", "two", "three"):
@@ -658,10 +659,8 @@ def probe(daemon: RawDaemon, n: int, seen: list[dict[str, Any]]) -> bool:
 
 def check_stream(daemon: RawDaemon, stream: bytes) -> list[dict[str, Any]]:
     """Feed a damaged stream; the daemon must answer a probe or have exited, then exit at EOF."""
-    try:
+    with contextlib.suppress(OSError):  # it exited already (an `exit` in the stream): checked below
         daemon.send(stream)
-    except OSError:
-        pass  # it exited already (an `exit` in the stream): checked below
     seen: list[dict[str, Any]] = []
     answered = any(probe(daemon, n, seen) for n in range(PROBES) if daemon.process.poll() is None)
     if not answered:  # then it must be exiting (an `exit` in the stream), not silent and alive
@@ -669,10 +668,8 @@ def check_stream(daemon: RawDaemon, stream: bytes) -> list[dict[str, Any]]:
             daemon.wait(PROBE_WAIT * 2)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"no answer to {PROBES} probes and still running: wedged") from None
-    try:
+    with contextlib.suppress(OSError):
         daemon.close_stdin()
-    except OSError:
-        pass
     try:
         code = daemon.wait(EXIT_TIMEOUT)
     except subprocess.TimeoutExpired:

@@ -160,10 +160,8 @@ class RawDaemon:
             self.process.wait()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
 
 def answered(messages: list[dict[str, Any]]) -> list[tuple[Any, int | None]]:

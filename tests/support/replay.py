@@ -20,6 +20,7 @@ substitutes its own directory in requests and turns it back into the token in an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -189,7 +190,7 @@ class Normaliser:
         if isinstance(expected, list) and isinstance(got, list):
             if len(expected) != len(got):
                 return [f"{path}: expected {len(expected)} items, got {len(got)}: {_show(expected)} vs {_show(got)}"]
-            return [p for i, (e, g) in enumerate(zip(expected, got)) for p in self.compare(e, g, f"{path}[{i}]")]
+            return [p for i, (e, g) in enumerate(zip(expected, got, strict=True)) for p in self.compare(e, g, f"{path}[{i}]")]
         if isinstance(expected, str) and isinstance(got, str):
             return self._compare_text(expected, got.replace(self.root, self.placeholder), path)
         if _is_ms_timestamp(key, expected) and _is_ms_timestamp(key, got):
@@ -281,10 +282,8 @@ class Daemon:
     def finish(self, timeout: float) -> int:
         """Close stdin and wait for the exit code."""
         assert self.process.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):
             self.process.stdin.close()
-        except BrokenPipeError:
-            pass
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -357,7 +356,7 @@ def _run(daemon: Daemon, lines: list[dict[str, Any]], norm: Normaliser, handshak
         for line_index, expected in step.expected:
             got = daemon.next(STEP_TIMEOUT)
             if isinstance(got, (TimeoutError, EOFError)):
-                why = "no message within %.0f s" % STEP_TIMEOUT if isinstance(got, TimeoutError) else "the daemon closed its output"
+                why = f"no message within {STEP_TIMEOUT:.0f} s" if isinstance(got, TimeoutError) else "the daemon closed its output"
                 raise ReplayMismatch(_report(name, line_index, out_index, [f"$: {why}; expected {_show(expected)}"], daemon))
             received.append(got)
             problems = norm.compare(expected, got)

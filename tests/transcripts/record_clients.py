@@ -16,6 +16,7 @@ holds each client message until `PACE_SECONDS` after the daemon last spoke, as t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -96,10 +97,8 @@ def pace(command: list[str]) -> int:
     except BrokenPipeError:
         pass
     finally:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             daemon.stdin.close()
-        except BrokenPipeError:
-            pass
     code = daemon.wait()
     relay.join()
     return code

@@ -8,6 +8,7 @@ with one child and nothing to show, and the indentation steps in at each branch 
 from __future__ import annotations
 
 import shutil
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def check(session: Session, shape: Shape | None = None) -> FoldedTree:
             assert tree.children(seq) == [seq + 1]
         if row.is_run:
             assert not set(range(row.first, row.last + 1)) & tree.shown
-    for before, after in zip(tree.rows, tree.rows[1:]):
+    for before, after in pairwise(tree.rows):
         if after.indent > before.indent:
             assert after.indent == before.indent + 1 and len(tree.children(before.last)) > 1
     return tree

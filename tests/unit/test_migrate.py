@@ -72,8 +72,8 @@ def test_v2_changes_only_the_version_and_hook_message_roles(tmp_path: Path) -> N
     before = path.read_bytes().splitlines()
     _migrate(path, 2)
     after = path.read_bytes().splitlines()
-    changed = [(old, new) for old, new in zip(before, after) if old != new]
     assert len(before) == len(after)
+    changed = [(old, new) for old, new in zip(before, after, strict=True) if old != new]
     assert changed[0] == (before[0], before[0].replace(b'"version":2', b'"version":3'))
     assert [new for _, new in changed[1:]] == [old.replace(b'"role":"hookMessage"', b'"role":"custom"') for old, _ in changed[1:]]
     assert len(changed) == 2

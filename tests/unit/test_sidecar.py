@@ -453,9 +453,9 @@ def test_previews_read_in_blocks_are_those_of_each_line_and_the_tree_wire_is_the
         except NotASessionFile:
             continue
         index, read = session.index, session.storage.read
-        seqs = list(range(len(index)))[::3] + [len(index) - 1] if len(index) else []
+        seqs = [*range(len(index))[::3], len(index) - 1] if len(index) else []
         seqs = sorted(set(seqs))
         expected = [preview_of_line(read(index.offsets[seq], index.lengths[seq])) for seq in seqs]
         assert previews_of_lines(read, index.offsets, index.lengths, seqs) == expected
-        nodes = flat_tree(index, lambda seq: preview_of_line(read(index.offsets[seq], index.lengths[seq])), [])
+        nodes = flat_tree(index, lambda seq, index=index, read=read: preview_of_line(read(index.offsets[seq], index.lengths[seq])), [])
         assert tree_wire(nodes) == protocol.to_wire(list(nodes))
