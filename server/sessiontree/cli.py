@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
 
@@ -176,7 +176,7 @@ def across_sessions(args: argparse.Namespace) -> int:
         if args.command == "stats":
             _print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))
             return 0
-        syntax = "fts" if args.fts else "plain"
+        syntax: Literal["fts", "plain"] = "fts" if args.fts else "plain"
         result = service.search(SearchParams(args.query, syntax, cwd=args.cwd, limit=args.limit), service.refresh_search())
         if args.json:
             _print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))

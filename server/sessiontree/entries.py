@@ -269,14 +269,14 @@ def skeletons(block: memoryview, starts: list[int], ends: list[int], first: int)
     """The skeletons of the lines `block[starts[i]:ends[i]]` from `first` on, up to the first line
     that does not decode as one (left to `decode_skeleton`, line by line) or is a session header."""
     decode = _skeleton_decoder.decode
-    pairs = zip(starts[first:], ends[first:]) if first else zip(starts, ends)
+    pairs = zip(starts[first:], ends[first:], strict=True) if first else zip(starts, ends, strict=True)
     try:
         decoded = [decode(block[start:end]) for start, end in pairs]
     except (msgspec.MsgspecError, RecursionError):  # find the line: the ones before it hold
         decoded = []
         decode_until = decoded.append
         try:
-            for start, end in zip(starts[first:], ends[first:]):
+            for start, end in zip(starts[first:], ends[first:], strict=True):
                 decode_until(decode(block[start:end]))
         except (msgspec.MsgspecError, RecursionError):
             pass
@@ -298,7 +298,7 @@ def skeleton_columns(
         for skel in decoded
     ]
     settings = [
-        (at, (message.provider, message.model) if kinds[at][1] == "assistant" else _setting_of_skeleton(decoded[at]))
+        (at, (message.provider, message.model) if kinds[at][1] == "assistant" and isinstance(message, _MessageSkeleton) else _setting_of_skeleton(decoded[at]))
         for at in [at for at, kind in enumerate(kinds) if kind in _SETTING_KINDS]
         for message in (decoded[at].message,)
     ]
@@ -338,7 +338,8 @@ def validate_entry(entry: dict[str, Any], where: str = "entry") -> str:
         if key in entry:
             raise InvalidParams(f"{where}.{key} is assigned by the daemon and must not be sent", field=f"{where}.{key}")
     _VALIDATORS[type_](entry, where)
-    return type_
+    checked: str = type_  # one of ENTRY_TYPES
+    return checked
 
 
 def _validate_message(entry: dict[str, Any], where: str) -> None:

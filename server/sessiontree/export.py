@@ -152,7 +152,7 @@ def markdown(title: str, items: Sequence[Item]) -> str:
     for item in items:
         if item.starts_branch:
             out += [f"{'#' * min(6, 2 + item.depth)} Branch{' (on the path to the leaf)' if item.on_leaf_path else ''}", ""]
-        css, name = heading(item.entry)
+        _, name = heading(item.entry)
         marks = " · leaf" if item.is_leaf else ""
         out += [f"**{name}**{marks} <sub>{item.entry.get('id', '')} · {item.entry.get('timestamp', '')}</sub>", ""]
         for part in parts(item.entry):

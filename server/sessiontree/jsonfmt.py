@@ -145,7 +145,8 @@ def raw_object(text: bytes) -> RawJson | dict[str, Any]:
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:
-        return loads(text)  # U+FFFD for the broken bytes, as pi reads them
+        value: dict[str, Any] = loads(text)  # U+FFFD for the broken bytes, as pi reads them
+        return value
     return RawJson(text)
 
 
@@ -165,7 +166,8 @@ def _wire_default(value: Any) -> Any:
         return orjson.Fragment(value.text)
     if isinstance(value, JsonList):
         return orjson.Fragment(value.wire)
-    for kind in (dict, list, str, int):  # other subclasses (passed through for JsonList): as their base
+    bases: tuple[type[Any], ...] = (dict, list, str, int)
+    for kind in bases:  # other subclasses (passed through for JsonList): as their base
         if isinstance(value, kind):
             return kind(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -205,7 +207,8 @@ def _encode(value: Any) -> str:
     if isinstance(value, JsonList):
         return value.wire.decode()
     if isinstance(value, (dict, list, str, int)):  # a subclass: as its base type
-        return _encode(next(kind for kind in (bool, dict, list, str, int) if isinstance(value, kind))(value))
+        bases: tuple[type[Any], ...] = (bool, dict, list, str, int)
+        return _encode(next(kind for kind in bases if isinstance(value, kind))(value))
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

@@ -88,6 +88,7 @@ class _Summary:
         self.last_activity: float | None = None
 
     def add(self, line: bytes) -> None:
+        entry: _LineWithMessage | None
         try:
             entry = _decode_line(line)
         except (msgspec.MsgspecError, RecursionError):  # odd field types, broken UTF-8, not JSON, deep nesting

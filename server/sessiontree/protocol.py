@@ -11,6 +11,7 @@ registered handlers in step.
 
 from __future__ import annotations
 
+import enum
 import re
 from typing import Any, Final, Literal
 
@@ -26,9 +27,11 @@ FORMAT_VERSION: Final = 3
 PROTOCOL_VERSION: Final = "1.0"
 
 
-@attrs.frozen
-class _Unset:
-    """Marks a field the client did not send (distinct from an explicit null)."""
+class _Unset(enum.Enum):
+    """Marks a field the client did not send (distinct from an explicit null). One member, so
+    that `value is UNSET` narrows `MaybeId` for the type checker."""
+
+    UNSET = object()  # no JSON value: were it ever encoded, the encoder would refuse it
 
     def __repr__(self) -> str:
         return "UNSET"
@@ -37,7 +40,7 @@ class _Unset:
         return False
 
 
-UNSET: Final = _Unset()
+UNSET: Final = _Unset.UNSET
 MaybeId = str | None | _Unset
 
 JsonObject = dict[str, Any]
@@ -712,7 +715,7 @@ def _tree_nodes_to_wire(conv: cattrs.Converter) -> Any:
 def _is_json_payload(kind: Any) -> bool:
     """Fields declared as JSON (objects, or lists of JSON values) hold plain JSON or RawJson:
     nothing to convert. (A bare `Any` is left to cattrs: it may hold an attrs object.)"""
-    return kind == JsonObject or kind == list[JsonObject] or kind == list[Any]
+    return bool(kind == JsonObject or kind == list[JsonObject] or kind == list[Any])
 
 
 def _as_is(value: Any) -> Any:
@@ -734,14 +737,15 @@ def make_converter() -> cattrs.Converter:
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, conv, **overrides)
+        # The keys are field names, never one of the `_cattrs_` options the same ** also takes.
+        return make_dict_structure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
 
     def unstructure_factory(cls: type) -> Any:
         overrides = {
             f.name: override(rename=to_camel(f.name), omit_if_default=f.default is None or f.default is UNSET)
             for f in attrs.fields(cls)
         }
-        return make_dict_unstructure_fn(cls, conv, **overrides)
+        return make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]  # as above
 
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)

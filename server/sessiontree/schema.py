@@ -38,7 +38,7 @@ _CLIENT_REQUEST_TABLES: Final = ("CLIENT_REQUESTS", "SERVER_REQUESTS")
 SUMMARIZE: Final = "sessiontree/summarize"
 
 
-def _omitted_when_default(field: attrs.Attribute) -> bool:
+def _omitted_when_default(field: attrs.Attribute[Any]) -> bool:
     """What `protocol.converter` leaves out of the wire when the value equals the default."""
     return field.default is None or field.default is protocol.UNSET
 
@@ -80,14 +80,14 @@ class _Builder:
             has_default = field.default is not attrs.NOTHING
             if client_side:
                 is_required = not has_default
-                schema = self.type(hints[field.name])
+                field_schema = self.type(hints[field.name])
             else:
                 is_required = not (has_default and _omitted_when_default(field))
                 # A field left out when None is never sent as null.
-                schema = self.type(hints[field.name], drop_null=not is_required)
+                field_schema = self.type(hints[field.name], drop_null=not is_required)
             if hints[field.name] == protocol.MaybeId:
-                schema = {**schema, "description": _MAYBE_ID}
-            properties[name] = schema
+                field_schema = {**field_schema, "description": _MAYBE_ID}
+            properties[name] = field_schema
             if is_required:
                 required.append(name)
         schema: dict[str, Any] = {"type": "object"}

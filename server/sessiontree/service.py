@@ -6,6 +6,7 @@ result object; failures raise `SessionTreeError` subclasses with documented code
 
 from __future__ import annotations
 
+import builtins  # `list` in the class bodies below is SessionService.list
 import contextlib
 import gc
 import itertools
@@ -32,6 +33,7 @@ from .listing import list_sessions, session_files, subdirectories
 from .paths import SessionsRoot, check_session_id, file_name, new_session_id
 from .protocol import UNSET, AppendedEntry, AppendResult, Warning
 from .search import RefreshStats, SearchIndex, index_path
+from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     Appended,
     Durability,
@@ -83,7 +85,8 @@ class OpenSession:
 
     @property
     def id(self) -> str:
-        return self.session.header["id"]
+        session_id: str = self.session.header["id"]
+        return session_id
 
     def sync(self, limit: int | None = None) -> None:
         """Take in what other processes appended (at most about `limit` bytes), and tell the listener."""
@@ -100,7 +103,7 @@ class OpenSession:
             self.listener(
                 protocol.DidChangeParams(
                     session_id=self.id,
-                    entries=[self.session.raw_entry(node) for node in nodes],
+                    entries=[self.session.raw_entry(node) for node in nodes],  # type: ignore[misc]  # RawJson passes for a dict (protocol._is_json_payload)
                     leaf_id=index.leaf_id,
                     cursor=index.cursor,
                     leaf_moved=index.leaf_id != leaf_before,
@@ -125,7 +128,7 @@ class OpenSession:
         missing = [seq for seq in range(len(index)) if offsets[seq] not in previews]
         if missing:
             found = previews_of_lines(self.session.storage.read, offsets, index.lengths, missing)
-            previews.update(zip([offsets[seq] for seq in missing], found))
+            previews.update(zip([offsets[seq] for seq in missing], found, strict=True))
         return [previews[offset] for offset in offsets]
 
     def stats(self) -> tuple[stats.Stats, stats.Stats]:
@@ -339,7 +342,7 @@ class SessionService:
             result.compaction = summaries.advice(summaries.context_at(opened, result.leaf_id), window, settings)
         return result
 
-    def _entries_of(self, params: protocol.AppendParams) -> list[dict[str, Any]]:
+    def _entries_of(self, params: protocol.AppendParams) -> builtins.list[dict[str, Any]]:
         if (params.entry is None) == (params.entries is None):
             raise InvalidParams("send exactly one of entry and entries", field="entry")
         if params.entry is not None:
@@ -355,10 +358,10 @@ class SessionService:
     def _append(
         self,
         opened: OpenSession,
-        entries: list[dict[str, Any]],
+        entries: builtins.list[dict[str, Any]],
         parent: protocol.MaybeId = UNSET,
         expected_leaf: protocol.MaybeId = UNSET,
-        sources: list[str] | None = None,
+        sources: builtins.list[str] | None = None,
     ) -> AppendResult:
         written, _ = opened.session.append(entries, parent, expected_leaf, sources, took_in=opened.took_in)
         for appended in written:  # the cached context holds what a read of the file would give
@@ -516,8 +519,8 @@ class SessionService:
             raise InvalidParams("session/stats takes exactly one of sessionId and cwd", field="sessionId")
         if params.session_id is not None:
             opened = self._synced(params.session_id)
-            tree, path = opened.stats()
-            return protocol.StatsResult(1, tree.wire(), path.wire(), session_id=opened.id)
+            tree, on_path = opened.stats()
+            return protocol.StatsResult(1, tree.wire(), on_path.wire(), session_id=opened.id)
         assert params.cwd is not None
         total = stats.Stats()
         files = session_files(self.root.path, [self.root.directory_for(params.cwd)])
@@ -529,7 +532,7 @@ class SessionService:
                 counted += 1
         return protocol.StatsResult(counted, total.wire(), cwd=params.cwd)
 
-    def _file_stats(self, path: Path) -> stats.Stats | None:
+    def _file_stats(self, path: Path) -> Stats | None:
         """A file's whole-tree figures: from its open session, or from a read-only scan."""
         opened = self._by_path.get(path)
         if opened is not None:
@@ -608,6 +611,7 @@ class SessionService:
         elif params.path_to is not None:
             nodes = walk_path(session.index, session.require(params.path_to, "pathTo").id)
         else:
+            assert params.since is not UNSET  # the one chosen
             start = 0 if params.since is None else session.require(params.since, "since").seq + 1
             nodes = session.index.nodes[start:]
         if params.limit is not None:
@@ -615,7 +619,7 @@ class SessionService:
         cursor = nodes[-1].id if nodes and params.since is not UNSET else session.index.cursor
         if params.since is not UNSET and not nodes:
             cursor = params.since if params.since is not None else None
-        return protocol.EntriesResult([session.raw_entry(node) for node in nodes], cursor)
+        return protocol.EntriesResult([session.raw_entry(node) for node in nodes], cursor)  # type: ignore[misc]  # as in DidChangeParams
 
     # ------------------------------------------------------------------ compaction and branch summaries
 

@@ -16,7 +16,7 @@ class Codes:
 
     __slots__ = ("_typed", "codes", "plain", "values")
 
-    def __init__(self, values: list[Any] | None = None, codes: array | None = None) -> None:
+    def __init__(self, values: list[Any] | None = None, codes: array[int] | None = None) -> None:
         self.values: list[Any] = [None] if values is None else values
         self.codes = array("i") if codes is None else codes
         # Strings and tuples of strings are looked up as they are (the common case, fast); other
@@ -78,7 +78,7 @@ class SparseCodes:
 
     __slots__ = ("coded", "positions")
 
-    def __init__(self, positions: array | None = None, coded: Codes | None = None) -> None:
+    def __init__(self, positions: array[int] | None = None, coded: Codes | None = None) -> None:
         self.positions = array("i") if positions is None else positions
         self.coded = Codes() if coded is None else coded
 
@@ -101,4 +101,4 @@ class SparseCodes:
     def between(self, first: int, last: int) -> Iterator[tuple[int, int]]:
         """(position, code) for the positions from `first` to `last`, both included."""
         start, end = bisect_left(self.positions, first), bisect_right(self.positions, last)
-        return zip(self.positions[start:end], self.coded.codes[start:end])
+        return zip(self.positions[start:end], self.coded.codes[start:end], strict=True)

@@ -110,7 +110,7 @@ class SessionIndex:
     def by_id(self) -> dict[str, int]:
         """Entry id -> seq of the last line with that id."""
         if self._by_id is None:
-            self._by_id = _long_lived(dict(zip(self.ids, range(len(self)))))
+            self._by_id = _long_lived(dict(zip(self.ids, range(len(self)), strict=True)))
         return self._by_id
 
     def seq_of(self, entry_id: str) -> int | None:
@@ -142,7 +142,8 @@ class SessionIndex:
         return NodeView(self)
 
     def type_of(self, seq: int) -> str:
-        return self.kinds.values[self.kinds.codes[seq]][0]
+        kind: str = self.kinds.values[self.kinds.codes[seq]][0]
+        return kind
 
     def parent_id(self, seq: int) -> str | None:
         parent = self.parents[seq]
@@ -276,7 +277,7 @@ class SessionIndex:
         if self._waiting or not by_id.keys().isdisjoint(ids):
             return False
         known = len(by_id)
-        by_id.update(zip(ids, range(start, start + count)))
+        by_id.update(zip(ids, range(start, start + count), strict=True))
         if len(by_id) != known + count:  # an id repeats within these entries
             self._forget(ids, by_id)
             return False
@@ -301,7 +302,7 @@ class SessionIndex:
     def _anchor_all(self, found: list[int], codes: list[int], start: int) -> None:
         """Anchor records of entries whose parents (`found`) come before them."""
         anchor, records, setters = self.anchor, self.records, self._setters_by_code()
-        for seq, parent, code in zip(range(start, start + len(found)), found, codes):
+        for seq, parent, code in zip(range(start, start + len(found)), found, codes, strict=True):
             record = anchor[parent] if parent >= 0 else 0 if parent == ROOT else UNANCHORED
             setter = setters[code]
             if setter >= 0 and record != UNANCHORED:
@@ -327,7 +328,7 @@ class SessionIndex:
         """Ids, parents and anchors entry by entry, each looking back at those before it."""
         by_id, count = self.by_id, len(ids)
         anchor, records, parents, setters, waiting = self.anchor, self.records, self.parents, self._setters_by_code(), self._waiting
-        for seq, entry_id, parent_id, code in zip(range(start, start + count), ids, parent_ids, codes):
+        for seq, entry_id, parent_id, code in zip(range(start, start + count), ids, parent_ids, codes, strict=True):
             if entry_id in by_id:
                 self._note_duplicate(entry_id, lines[seq - start], warnings)
             parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
@@ -401,7 +402,7 @@ class SessionIndex:
         self.kinds.codes.extend(new_codes)
         self._copy_settings(source, seqs, start)
         self._anchor_chain(start, new_codes)
-        self.by_id.update(zip(ids, range(start, start + count)))
+        self.by_id.update(zip(ids, range(start, start + count), strict=True))
         self.leaf_id = ids[-1]
         return True
 
@@ -500,10 +501,10 @@ class NodeView(Sequence[Node]):
     """The entries in file order as Nodes, made as they are read."""
 
     def __init__(self, index: SessionIndex) -> None:
-        self.index = index
+        self._index = index  # not `index`: that is Sequence's method
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self._index)
 
     @overload
     def __getitem__(self, position: int) -> Node: ...
@@ -511,13 +512,13 @@ class NodeView(Sequence[Node]):
     def __getitem__(self, position: slice) -> list[Node]: ...
     def __getitem__(self, position: int | slice) -> Node | list[Node]:
         if isinstance(position, slice):
-            return [self.index.node(seq) for seq in range(len(self.index))[position]]
+            return [self._index.node(seq) for seq in range(len(self._index))[position]]
         if position < 0:
-            position += len(self.index)
-        if not 0 <= position < len(self.index):
+            position += len(self._index)
+        if not 0 <= position < len(self._index):
             raise IndexError(position)
-        return self.index.node(position)
+        return self._index.node(position)
 
     def __iter__(self) -> Iterator[Node]:
-        node = self.index.node
-        return (node(seq) for seq in range(len(self.index)))
+        node = self._index.node
+        return (node(seq) for seq in range(len(self._index)))

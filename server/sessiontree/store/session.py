@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,6 +97,7 @@ class Session:
         with storage.lock():
             restored = cls._from_sidecar(storage, sidecar_file) if sidecar_file is not None else None
             size = storage.size()
+            session: Session | None
             if restored is not None:
                 session = restored
             else:
@@ -194,7 +196,7 @@ class Session:
                 count = len(decoded)
                 first = self._line_no + 1
                 line_offsets = [offset + start for start in starts[done : done + count]]
-                lengths = [end - start for start, end in zip(starts[done : done + count], ends[done : done + count])]
+                lengths = [end - start for start, end in zip(starts[done : done + count], ends[done : done + count], strict=True)]
                 ids, parents, kinds, stamps, settings = skeleton_columns(decoded)
                 self.index.add_columns(
                     ids, parents, kinds, stamps, line_offsets, lengths, settings, range(first, first + count), self.warnings
@@ -211,10 +213,8 @@ class Session:
         self._line_no += 1
         node = None
         if line[:1] == b"{":
-            try:
+            with suppress(SkeletonError):
                 node = decode_skeleton(line, offset, len(self.index))
-            except SkeletonError:
-                pass
         if node is None or node.type == "session":  # blank, malformed, a second header: the careful way
             node = self._decode(offset, line)
             if node is None:
@@ -249,7 +249,7 @@ class Session:
             return None
         return node
 
-    def _finish(self, reader: LineReader, at_open: bool) -> list[Node]:
+    def _finish(self, reader: LineReader | LineBlocks, at_open: bool) -> list[Node]:
         """Deal with bytes after the last line end: a complete entry, blanks, or an unfinished line.
 
         An unfinished line is never cut, moved or taken in: pi appends without a lock, a big
@@ -315,7 +315,7 @@ class Session:
         if path and seqs and self.index.extend_path(source.index, seqs, offsets):  # each the child of the one before
             self._line_no += len(seqs)
             return
-        for seq, offset in zip(seqs, offsets):
+        for seq, offset in zip(seqs, offsets, strict=True):
             self._add_line(source.index.node(seq).moved(offset, len(self.index)))
 
     def _add_line(self, node: Node) -> None:
@@ -397,7 +397,7 @@ class Session:
         self.check_leaf(expected_leaf)
         if isinstance(parent, str):
             self.require(parent, "parentId")
-        for entry, source in zip(entries, sources):
+        for entry, source in zip(entries, sources, strict=True):
             prefix = f"{source}." if source else ""
             if entry["type"] == "label":
                 self.require(entry["targetId"], f"{prefix}targetId")
@@ -419,7 +419,7 @@ class Session:
     def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> tuple[list[Appended], list[Node]]:
         """Write the entries as one chain; returns them and other writers' entries that landed
         between the refresh and the write (they come first in the file)."""
-        taken = set()
+        taken: set[str] = set()
         lines: list[dict[str, Any]] = []
         for entry in entries:
             entry_id = new_entry_id(Either(self.index.by_id, taken))
@@ -488,7 +488,7 @@ class Session:
 
     def _index_written(self, lines: list[dict[str, Any]], encoded: list[bytes], offset: int) -> list[Appended]:
         written = []
-        for line, raw in zip(lines, encoded):
+        for line, raw in zip(lines, encoded, strict=True):
             self._line_no += 1
             node = node_of_fields(line, offset, len(raw), len(self.index))  # no need to decode what was just encoded
             self.index.add(node, self._line_no, self.warnings)

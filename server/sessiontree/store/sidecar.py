@@ -86,7 +86,8 @@ def _matches(meta: dict[str, Any], stat: os.stat_result, read: Callable[[int, in
         return False
     if stat.st_size == meta["size"] and str(stat.st_mtime_ns) != meta["mtimeNs"]:
         return False  # same length, written since: a rewrite in place
-    return list(_fingerprint(read, covered)) == meta["fingerprint"]
+    same: bool = list(_fingerprint(read, covered)) == meta["fingerprint"]
+    return same
 
 
 # --------------------------------------------------------------------------- saving
@@ -203,7 +204,7 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     count = meta["count"]
     blobs = _cut(body, meta["sizes"])
     index = SessionIndex()
-    for name, blob in zip(_ARRAYS, blobs):
+    for name, blob in zip(_ARRAYS, blobs[: len(_ARRAYS)], strict=True):  # the code columns follow
         setattr(index, name, _array(getattr(index, name).typecode, blob))
     index.kinds = Codes([None, *(_kind(kind) for kind in meta["kinds"])], _array("i", blobs[5]))
     coded = Codes([None, *(_untagged(value) for value in meta["settings"])], _array("i", blobs[7]))
@@ -247,7 +248,7 @@ def _cut(body: memoryview, sizes: list[int]) -> list[memoryview]:
     return blobs
 
 
-def _array(typecode: str, blob: memoryview) -> array:
+def _array(typecode: str, blob: memoryview) -> array[int]:
     column = array(typecode)
     column.frombytes(blob)
     return column

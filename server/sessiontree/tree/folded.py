@@ -59,7 +59,7 @@ class Shape:
             self.covered = count
 
 
-def _jumps(parents: array, start: int, end: int) -> list[int]:
+def _jumps(parents: array[int], start: int, end: int) -> list[int]:
     """The seqs in [start, end) whose parents entry is not seq - 1: XOR of the two buffers as big
     integers, then the nonzero bytes found by a regex, all at C speed."""
     if end - start < 64:
@@ -203,18 +203,18 @@ def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
         return kids
     found = [stamps[kid] for kid in kids]
     if all(type(stamp) is str and len(stamp) == 24 and stamp[-1] == "Z" for stamp in found):
-        return [kid for _, kid in sorted(zip(found, kids), key=lambda pair: pair[0])]
+        return [kid for _, kid in sorted(zip(found, kids, strict=True), key=lambda pair: pair[0])]
     return sorted(kids, key=lambda kid: _ms(stamps[kid]))
 
 
 def _jump_parent(index: SessionIndex, seq: int) -> int | None:
-    parent = index.parents[seq]
-    if parent < 0:  # a root, or a parent id that was not in the file when the entry arrived
-        parent = index.parent_seq(seq)
+    column = index.parents[seq]
+    # Below 0: a root, or a parent id that was not in the file when the entry arrived.
+    parent = index.parent_seq(seq) if column < 0 else column
     return None if parent == seq else parent  # its own parent: a root, as pi's getTree makes it
 
 
-def _positions(codes: array, code: int) -> list[int]:
+def _positions(codes: array[int], code: int) -> list[int]:
     found, start = [], 0
     try:
         while True:

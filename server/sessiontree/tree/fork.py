@@ -15,6 +15,7 @@ source's columns instead of by scanning the file just written.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 from .. import jsonfmt
@@ -63,7 +64,7 @@ def _copies(session: Session, seqs: list[int]) -> list[Part]:
     bounds = [0, *[at for at in range(1, len(seqs)) if seqs[at] != seqs[at - 1] + 1], len(seqs)]
     offsets, lengths = session.index.offsets, session.index.lengths
     parts: list[Part] = []
-    for start, stop in zip(bounds, bounds[1:]):
+    for start, stop in pairwise(bounds):
         first, last = seqs[start], seqs[stop - 1]
         if offsets[last] - offsets[first] == sum(lengths[first:last]) + last - first:
             parts.append(Copy(seqs[start:stop]))

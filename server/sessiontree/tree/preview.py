@@ -116,7 +116,7 @@ def _entry_text(entry: _Line) -> str:
     return ""
 
 
-def _parse(line: bytes) -> _Line | None:
+def _parse(line: bytes | memoryview) -> _Line | None:
     try:
         return _decode_line(line)
     except (msgspec.MsgspecError, RecursionError):  # lone surrogates, broken UTF-8, odd shapes, deep nesting

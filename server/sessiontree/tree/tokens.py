@@ -9,7 +9,7 @@ Values that are not numbers make JavaScript's arithmetic NaN; NaN is kept here a
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 
@@ -21,7 +21,7 @@ NAN: Final = float("nan")
 Number = int | float
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[Number]:
     return type(value) is int or type(value) is float
 
 
@@ -93,10 +93,11 @@ def calculate_context_tokens(usage: dict[str, Any]) -> Number:
     total = usage.get("totalTokens")
     if _is_number(total) and total and not math.isnan(total):
         return total
-    parts = [usage.get(key) for key in ("input", "output", "cacheRead", "cacheWrite")]
+    parts: list[Any] = [usage.get(key) for key in ("input", "output", "cacheRead", "cacheWrite")]
     if not all(_is_number(part) for part in parts):
         return NAN
-    return sum(parts)
+    total_of_parts: Number = sum(parts)
+    return total_of_parts
 
 
 @attrs.define

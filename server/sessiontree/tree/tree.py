@@ -21,13 +21,13 @@ def _parents(index: SessionIndex) -> list[int | None]:
     parent) and for a line shadowed by a later one with the same id (it is not in the tree)."""
     count = len(index)
     if index.anchors_hold:  # no id repeats: the parents column holds (ROOT, MISSING: roots)
-        found = [parent if parent >= 0 and parent != seq else None for seq, parent in enumerate(index.parents)]
-        for seq, parent_id in index.orphans.items():  # only a "" parent can be in the file and unresolved
-            parent = index.by_id.get(parent_id)
+        found: list[int | None] = [parent if parent >= 0 and parent != seq else None for seq, parent in enumerate(index.parents)]
+        for seq, orphan_of in index.orphans.items():  # only a "" parent can be in the file and unresolved
+            parent = index.by_id.get(orphan_of)
             found[seq] = parent if parent is not None and parent != seq else None
         return found
     by_id, ids = index.by_id, index.ids
-    found: list[int | None] = []
+    found = []
     for seq in range(count):
         parent_id = index.parent_id(seq)
         parent = by_id.get(parent_id) if parent_id is not None else None
@@ -124,7 +124,7 @@ def _node_maker(index: SessionIndex, children: dict[int, list[int]], preview: Pr
 def tree_wire(nodes: list[TreeNode]) -> list[dict[str, Any]]:
     """The nodes as the protocol's converter writes them (camelCase; label, labelTimestamp, role
     and preview left out when None), without its per-node walk."""
-    wire = []
+    wire: list[dict[str, Any]] = []
     append = wire.append
     for node in nodes:
         item = {
