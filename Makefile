@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
+.PHONY: setup demo lint test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,12 @@ demo: setup
 	$(VENV)/bin/sessiontree tree $(DEMO)
 	@echo
 	$(VENV)/bin/sessiontree context $(DEMO)
+
+# ruff (pyproject's rule sets) over the package and the tests; mypy over the package, strict but for
+# the relaxations pyproject lists.
+lint: setup
+	$(PY) -m ruff check server tests
+	$(PY) -m mypy
 
 test: setup node clients vscode-e2e nvim
 	$(PY) -m pytest -q
