@@ -10,12 +10,8 @@ CHUNK = 8 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 
 
-class LineReader:
-    """Yields `(offset, line)` for every complete (`\\n`-terminated) line in `[start, end)`.
-
-    After iteration, `tail_offset` and `tail` hold the bytes after the last `\\n`
-    (empty when the range ends on a line end): a line still being written, or torn.
-    """
+class _Span:
+    """A byte range of a file read in chunks; after iteration, what follows its last line end."""
 
     def __init__(self, storage: Storage, start: int, end: int, chunk: int = CHUNK) -> None:
         self.storage = storage
@@ -25,6 +21,14 @@ class LineReader:
         self.tail_offset = start
         self.tail = b""
         self.done = False  # iterated to the end: `tail` is known
+
+
+class LineReader(_Span):
+    """Yields `(offset, line)` for every complete (`\\n`-terminated) line in `[start, end)`.
+
+    After iteration, `tail_offset` and `tail` hold the bytes after the last `\\n`
+    (empty when the range ends on a line end): a line still being written, or torn.
+    """
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         carry: list[bytes] = []  # the start of a line, in blocks: a line of many blocks is joined once
@@ -48,21 +52,12 @@ class LineReader:
         self.done = True
 
 
-class LineBlocks:
+class LineBlocks(_Span):
     """`LineReader` for a scan: yields `(offset, block, ends)` for blocks of whole lines in
     `[start, end)`: `block` holds the bytes from file offset `offset`, `ends` the positions of its
     `\\n`s (a line runs from the end before it, +1, to its own end). No line is copied out of its
     block: a scan decodes them through memoryview slices. `tail_offset`, `tail` and `done` as in
     `LineReader`."""
-
-    def __init__(self, storage: Storage, start: int, end: int, chunk: int = CHUNK) -> None:
-        self.storage = storage
-        self.start = start
-        self.end = end
-        self.chunk = chunk
-        self.tail_offset = start
-        self.tail = b""
-        self.done = False
 
     def __iter__(self) -> Iterator[tuple[int, bytes, list[int]]]:
         position, end, chunk = self.start, self.end, self.chunk
