@@ -154,7 +154,7 @@ def test_appends_beside_an_unlocked_writer_keep_every_line_in_its_place(
 
 
 def test_an_unfinished_line_is_never_moved_or_cut_and_its_bytes_stay_in_place(calls: Calls, sessions_dir: Path) -> None:
-    """Two tears at the same offset used to share one quarantine name; now nothing is moved at all."""
+    """Two tears at the same offset keep every byte: nothing is moved, copied aside or cut."""
     path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
     first = line(user("a0000002", "a0000001"))[:30]
     with path.open("ab") as out:
