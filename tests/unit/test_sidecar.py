@@ -306,13 +306,11 @@ def test_forks_of_a_realistic_session_are_indexed_as_scanned(realistic: Path, tm
         service.close(SessionParams(forked.session_id))
 
 
-@pytest.mark.parametrize("source", QUIRK_FILES, ids=lambda path: path.name)
-def test_lines_taken_in_one_by_one_are_indexed_as_at_open(tmp_path: Path, source: Path) -> None:
-    """Open indexes a chunk of lines at a time; taking in another writer's lines goes one by one.
-    Both must build the same index (the leaf aside: a follower's leaf moves only along its branch)."""
-    data = source.read_bytes()
+def _followed_and_scanned(path: Path, data: bytes) -> tuple[Session, Session]:
+    """A session that opened `path` holding only its header and took in the rest of `data` as
+    another writer's lines, and a fresh scan of the whole (leaves aligned: a follower's leaf moves
+    only along its branch)."""
     header_end = data.index(b"\n") + 1 if b"\n" in data else len(data)
-    path = tmp_path / source.name
     path.write_bytes(data[:header_end])
     try:
         follower = scanned(path)
@@ -324,6 +322,15 @@ def test_lines_taken_in_one_by_one_are_indexed_as_at_open(tmp_path: Path, source
     if scan.unterminated or follower.end != scan.end or any(w.kind == "torn-tail" for w in scan.warnings):
         pytest.skip("an unfinished last line: reported at open, silently waited for by a follower")
     follower.index.leaf_id = scan.index.leaf_id
+    return follower, scan
+
+
+@pytest.mark.parametrize("source", QUIRK_FILES, ids=lambda path: path.name)
+def test_lines_taken_in_one_by_one_are_indexed_as_at_open(tmp_path: Path, source: Path) -> None:
+    """Open indexes a chunk of lines at a time; taking in another writer's lines goes one by one.
+    Both must build the same index (the leaf aside: a follower's leaf moves only along its branch)."""
+    data = source.read_bytes()
+    follower, scan = _followed_and_scanned(tmp_path / source.name, data)
     assert_indexed_alike(follower, scan)
 
 
@@ -418,19 +425,7 @@ def test_a_scan_in_blocks_of_any_size_indexes_as_line_by_line(tmp_path: Path, so
 
     data = _damaged_mix() if source == "mix" else _forward_refs() if source == "forward" else source.read_bytes()
     monkeypatch.setattr(session_module, "_SCAN_CHUNK", chunk)
-    header_end = data.index(b"\n") + 1 if b"\n" in data else len(data)
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(data[:header_end])
-    try:
-        follower = scanned(path)
-    except NotASessionFile:
-        pytest.skip("the header is not on the first line: nothing to follow from")
-    path.write_bytes(data)
-    follower.refresh()
-    scan = scanned(path)
-    if scan.unterminated or follower.end != scan.end or any(w.kind == "torn-tail" for w in scan.warnings):
-        pytest.skip("an unfinished last line: reported at open, silently waited for by a follower")
-    follower.index.leaf_id = scan.index.leaf_id
+    follower, scan = _followed_and_scanned(tmp_path / "s.jsonl", data)
     assert_indexed_alike(follower, scan)
     assert follower.warnings == scan.warnings
 
