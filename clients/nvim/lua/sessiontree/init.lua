@@ -921,19 +921,25 @@ function M.show_tree()
   return buf
 end
 
+--- The answer's handler for a request that may move the leaf: note the leaf, then draw the tree
+--- again with the cursor on `entry_id`.
+local function redraw_at(session, entry_id)
+  return function(err, result)
+    if err then
+      return report(err)
+    end
+    session.leafId = result.leafId
+    M.refresh({ replace = true, entry = entry_id })
+  end
+end
+
 --- Move the leaf to an entry.
 function M.branch(entry_id)
   if not entry_id then
     return
   end
   M.with_session(function(session, client)
-    client:request('session/branch', { sessionId = session.sessionId, entryId = entry_id }, function(err, result)
-      if err then
-        return report(err)
-      end
-      session.leafId = result.leafId
-      M.refresh({ replace = true, entry = entry_id })
-    end)
+    client:request('session/branch', { sessionId = session.sessionId, entryId = entry_id }, redraw_at(session, entry_id))
   end)
 end
 
@@ -945,13 +951,7 @@ function M.label(entry_id, text)
     if text ~= '' then
       params.label = text
     end
-    client:request('session/label', params, function(err, result)
-      if err then
-        return report(err)
-      end
-      session.leafId = result.leafId
-      M.refresh({ replace = true, entry = entry_id })
-    end)
+    client:request('session/label', params, redraw_at(session, entry_id))
   end)
 end
 
