@@ -22,6 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the daemon on stdin/stdout (LSP framing, JSON-RPC 2.0)")
     serve.add_argument("--sessions-dir", type=Path, help="the sessions root (default: ~/.pi/agent/sessions)")
     serve.add_argument("--durability", choices=("os", "fsync"), help="what an acknowledged append survives")
+    serve.add_argument("--store", metavar="DSN", help="keep sessions in PostgreSQL (a libpq connection string)")
     serve.add_argument("--record", type=Path, metavar="FILE", help="append every message to FILE as JSONL")
     serve.add_argument("--debug", action="store_true", help="debug logging; tracebacks in internal errors")
     serve.add_argument(
@@ -75,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_message_bytes=args.max_message_bytes,
             debug=args.debug,
             record=args.record,
+            store=args.store,
         )
         return serve(config)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):

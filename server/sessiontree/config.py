@@ -4,7 +4,8 @@ The sessions root is resolved late, at `initialize`, because the client may name
 `initializationOptions`; the order of precedence is `--sessions-dir` > `$SESSIONTREE_SESSIONS_DIR`
 > `initializationOptions.sessionsDir` > `~/.pi/agent/sessions`. Index sidecars go to
 `initializationOptions.indexDir`, else `$XDG_CACHE_HOME/sessiontree/index` (`~/.cache/...`);
-`"indexDir": false` turns them off.
+`"indexDir": false` turns them off. Sessions are kept in files under the root unless a PostgreSQL
+store is named (`--store` > `$SESSIONTREE_STORE` > `initializationOptions.store`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .errors import InvalidParams
 from .store import Durability
 
 SESSIONS_DIR_ENV: Final = "SESSIONTREE_SESSIONS_DIR"
+STORE_ENV: Final = "SESSIONTREE_STORE"
 DEFAULT_SESSIONS_DIR: Final = Path("~/.pi/agent/sessions")
 DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024  # 64 MiB: far above any real entry
 
@@ -32,6 +34,7 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     debug: bool = False  # tracebacks in the `data` of internal errors
     record: Path | None = None  # JSONL transcript of every message in both directions
+    store: str | None = None  # a PostgreSQL connection string; None: the session files
 
 
 @attrs.frozen
@@ -41,6 +44,7 @@ class InitOptions:
     sessions_dir: str | None = None
     durability: Durability | None = None
     index_dir: str | bool | None = None  # False: no sidecars; None: the default place
+    store: str | None = None
 
 
 def parse_init_options(raw: Any) -> InitOptions:
@@ -58,7 +62,10 @@ def parse_init_options(raw: Any) -> InitOptions:
     index_dir = raw.get("indexDir")
     if index_dir is not None and index_dir is not False and (not isinstance(index_dir, str) or not index_dir):
         raise _bad_option(".indexDir", "expected a non-empty string or false", index_dir)
-    return InitOptions(sessions_dir=sessions_dir, durability=durability, index_dir=index_dir)
+    store = raw.get("store")
+    if store is not None and (not isinstance(store, str) or not store):
+        raise _bad_option(".store", "expected a non-empty string (a PostgreSQL connection string)", "…")
+    return InitOptions(sessions_dir=sessions_dir, durability=durability, index_dir=index_dir, store=store)
 
 
 def _bad_option(suffix: str, expected: str, value: Any) -> InvalidParams:
@@ -70,6 +77,11 @@ def resolve_sessions_dir(flag: Path | None, env: Mapping[str, str], options: Ini
     """Apply the precedence flag > environment > initializationOptions > default."""
     chosen = flag or env.get(SESSIONS_DIR_ENV) or options.sessions_dir or DEFAULT_SESSIONS_DIR
     return Path(chosen).expanduser().resolve()
+
+
+def resolve_store(flag: str | None, env: Mapping[str, str], options: InitOptions) -> str | None:
+    """Where sessions are kept: flag > environment > initializationOptions > the files (None)."""
+    return flag or env.get(STORE_ENV) or options.store or None
 
 
 def resolve_durability(flag: Durability | None, options: InitOptions) -> Durability:

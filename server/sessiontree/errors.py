@@ -105,6 +105,14 @@ class FileReplaced(SessionTreeError):
     name = "FileReplaced"
 
 
+class StoreUnavailable(SessionTreeError):
+    """The PostgreSQL store could not be reached, or the connection was lost: nothing half-written,
+    and the next request connects again."""
+
+    code = -32023
+    name = "StoreUnavailable"
+
+
 ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -120,4 +128,5 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     SummarizerUnavailable,
     SummaryFailed,
     FileReplaced,
+    StoreUnavailable,
 )

@@ -77,15 +77,23 @@ def _iso(ms: float | None) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-class _Summary:
-    """Accumulates pi's session info over the lines of one file."""
+class Summary:
+    """Accumulates pi's session info over the lines of one file (from a state kept elsewhere, for
+    a store that keeps it up to date line by line)."""
 
-    def __init__(self, header: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        header: dict[str, Any],
+        message_count: int = 0,
+        first_message: str = "",
+        name: str | None = None,
+        last_activity: float | None = None,
+    ) -> None:
         self.header = header
-        self.message_count = 0
-        self.first_message = ""
-        self.name: str | None = None
-        self.last_activity: float | None = None
+        self.message_count = message_count
+        self.first_message = first_message
+        self.name = name
+        self.last_activity = last_activity
 
     def add(self, line: bytes) -> None:
         entry: _LineWithMessage | None
@@ -152,7 +160,7 @@ def summarize(root: Path, path: Path) -> SessionSummary | None:
     storage = FileStorage(path, writable=False, fd=fd)
     try:
         reader = LineReader(storage, 0, storage.size(), chunk=_LIST_CHUNK)
-        summary: _Summary | None = None
+        summary: Summary | None = None
         for offset, line in reader:
             if summary is None:
                 summary = _header(line[len(BOM) :] if offset == 0 and line.startswith(BOM) else line)
@@ -176,13 +184,13 @@ def _raise_if_exhausted(path: Path, exc: OSError) -> None:
         raise StorageError(f"could not read {path}: {exc.strerror or exc}", path=str(path)) from None
 
 
-def _header(line: bytes) -> _Summary | None:
+def _header(line: bytes) -> Summary | None:
     try:
         header = jsonfmt.loads(line)
     except jsonfmt.JSONDecodeError:
         return None
     if isinstance(header, dict) and header.get("type") == "session" and isinstance(header.get("id"), str):
-        return _Summary(header)
+        return Summary(header)
     return None
 
 

@@ -44,7 +44,7 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def _refuse_control_characters(text: str, field: str) -> None:
+def refuse_control_characters(text: str, field: str) -> None:
     if _CONTROL.search(text):
         raise InvalidParams(f"{field} contains a control character", field=field)
     if not text.isascii():
@@ -81,7 +81,7 @@ class SessionsRoot:
 
     def resolve(self, path: str, must_exist: bool = True) -> Path:
         """An absolute path (relative ones are taken from the root), symlinks resolved, checked."""
-        _refuse_control_characters(path, "path")
+        refuse_control_characters(path, "path")
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.path / candidate
@@ -95,7 +95,7 @@ class SessionsRoot:
         return real
 
     def directory_for(self, cwd: str) -> Path:
-        _refuse_control_characters(cwd, "cwd")
+        refuse_control_characters(cwd, "cwd")
         directory = self.path / encode_cwd(cwd)
         self.resolve(str(directory), must_exist=False)  # a cwd must not escape through a symlinked directory
         return directory

@@ -24,17 +24,23 @@ import attrs
 from . import __version__
 from . import protocol as p
 from .client_summary import Summarizer
-from .config import ServerConfig, parse_init_options, resolve_durability, resolve_index_dir, resolve_sessions_dir
+from .config import (
+    ServerConfig,
+    parse_init_options,
+    resolve_durability,
+    resolve_index_dir,
+    resolve_sessions_dir,
+    resolve_store,
+)
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
 from .service import ServiceConfig, SessionService
+from .watch import Watcher
 
 log = logging.getLogger("sessiontree")
 
 NAME: Final = "sessiontree"
-WATCH_SECONDS: Final = 0.2  # how often subscribed session files are checked for other writers
-POLL_BYTES: Final = 4 * 1024 * 1024  # taken in per session and check: the rest on the next one
 DID_CHANGE: Final = "session/didChange"
 
 
@@ -63,7 +69,7 @@ class Daemon(LspServer):
         self.config = config
         self._service: SessionService | None = None
         self.client_capabilities: dict[str, Any] = {}
-        self._file_watch: asyncio.TimerHandle | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def service(self) -> SessionService:
@@ -76,39 +82,30 @@ class Daemon(LspServer):
         options = parse_init_options(params.initialization_options)
         root = resolve_sessions_dir(self.config.sessions_dir, os.environ, options)
         durability = resolve_durability(self.config.durability, options)
-        config = ServiceConfig(sessions_dir=root, durability=durability, index_dir=resolve_index_dir(os.environ, options))
-        self._service = SessionService(config, self._did_change)
+        store = resolve_store(self.config.store, os.environ, options)
+        config = ServiceConfig(root, durability, resolve_index_dir(os.environ, options), store=store)
+        service = SessionService(config, self._did_change)
+        service.backend.start()  # a store that cannot be reached fails `initialize`, with why
+        self._service = service
         self.client_capabilities = params.capabilities
         self.handlers.update((method, bind(method, handler, self)) for method, handler in HANDLERS.items())
-        self._watch_files()
-        log.info("serving sessions under %s (durability %s)", root, durability)
+        self._watcher = Watcher(service, lambda: self.channel is None or not self.channel.output_paused)
+        self._watcher.start()
+        log.info("serving sessions under %s (%s, durability %s)", root, service.backend.shown, durability)
         return capabilities()
 
     def on_shutdown(self) -> None:
         self.on_close()  # every lock released, every index saved, before `shutdown` is answered
 
     def on_close(self) -> None:
-        if self._file_watch is not None:
-            self._file_watch.cancel()
+        if self._watcher is not None:
+            self._watcher.stop()
         if self._service is not None:
             self._service.close_all()
 
     def _did_change(self, change: p.DidChangeParams) -> None:
         """Tell the client about entries another process appended (see the service's listener)."""
         self.notify(DID_CHANGE, to_wire(change))
-
-    def _watch_files(self) -> None:
-        """Check subscribed session files for other writers, so a tree view stays live unasked."""
-
-        def tick() -> None:
-            # A client that stops reading gets nothing unasked: what others append stays in the
-            # file (read from the cursor later), not in our output queue.
-            if self.channel is None or not self.channel.output_paused:
-                self.service.poll(POLL_BYTES)
-            self._file_watch = loop.call_later(WATCH_SECONDS, tick)
-
-        loop = asyncio.get_running_loop()
-        self._file_watch = loop.call_later(WATCH_SECONDS, tick)
 
     # ----------------------------------------------------------------- methods with more to say
 

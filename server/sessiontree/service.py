@@ -11,8 +11,7 @@ import contextlib
 import gc
 import itertools
 import logging
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ import attrs
 import orjson
 
 from . import export, jsonfmt, protocol, stats, summaries
+from .backend import Backend
+from .backend.files import FileBackend
 from .entries import Node, iso_to_ms, js_trim, now_iso, validate_entry
 from .errors import (
     FileReplaced,
@@ -29,21 +30,15 @@ from .errors import (
     SessionTreeError,
     StorageError,
 )
-from .listing import list_sessions, session_files, subdirectories
-from .paths import SessionsRoot, check_session_id, file_name, new_session_id
+from .paths import check_session_id, file_name, new_session_id
 from .protocol import UNSET, AppendedEntry, AppendResult, Warning
 from .search import RefreshStats, SearchIndex, index_path
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     Appended,
     Durability,
-    FileStorage,
     Session,
-    confined,
-    file_version,
-    migrate_file,
 )
-from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
 from .tree.folded import FoldedTree, Row, Shape, row_of
 from .tree.fork import branched_plan, whole_plan
@@ -55,7 +50,6 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 ChangeListener = Callable[[protocol.DidChangeParams], None]
 MAX_TREE_ROWS = 2000  # rows in one session/treeView page
-_OPEN_TRIES = 3  # a file replaced while being opened (a migration) is opened again, so often
 
 
 @attrs.define
@@ -64,6 +58,7 @@ class ServiceConfig:
     durability: Durability = "os"
     index_dir: Path | None = None  # where index sidecars go; None: no sidecars
     index_min_entries: int = 1000  # smaller sessions scan in milliseconds: no sidecar
+    store: str | None = None  # a PostgreSQL connection string; None: the files under sessions_dir
 
 
 class OpenSession:
@@ -169,7 +164,8 @@ class SessionService:
         """`listener` hears about entries other processes appended to an open session."""
         self.config = config
         self.listener = listener
-        self.root = SessionsRoot(config.sessions_dir)
+        self.backend = _backend(config)
+        self.root = self.backend.root
         self._sessions: dict[str, OpenSession] = {}
         self._by_path: dict[Path, OpenSession] = {}
         self._search: SearchIndex | None = None
@@ -185,13 +181,13 @@ class SessionService:
         header.update(timestamp=timestamp, cwd=params.cwd)
         if params.parent_session is not None:
             header["parentSession"] = params.parent_session
-        directory = self.root.directory_for(params.cwd)
-        storage = self._write_new_file(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header) + b"\n"])
-        opened = self._add(OpenSession(Session.load(storage), storage.path, self.listener))
-        return protocol.CreateResult(opened.id, str(storage.path), opened.session.header)
+        directory = self.backend.directory_for(params.cwd)
+        storage, path = self.backend.create(directory, file_name(timestamp, session_id), [jsonfmt.dumps(header) + b"\n"])
+        opened = self._add(OpenSession(Session.load(storage), path, self.listener))
+        return protocol.CreateResult(opened.id, str(path), opened.session.header)
 
     def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
-        path = self.root.resolve(params.path)
+        path = self.backend.resolve(params.path)
         opened = self._by_path.get(path)
         warnings: list[Warning] = []
         if opened is not None:
@@ -214,38 +210,7 @@ class SessionService:
         )
 
     def _register(self, path: Path, warnings: list[Warning]) -> OpenSession:
-        try:
-            session = self._load(path, warnings)
-        except OSError as exc:
-            raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
-        return self._add(OpenSession(session, path, self.listener))
-
-    def _load(self, path: Path, warnings: list[Warning]) -> Session:
-        """Open, migrate if needed, and scan; a file replaced meanwhile (migrated by us or by another
-        daemon while we waited for its lock) is opened again."""
-        for _ in range(_OPEN_TRIES):
-            fd = confined.open_file(self.root.path, path, os.O_RDWR | os.O_APPEND)
-            storage = FileStorage(path, self.config.durability, fd=fd)
-            try:
-                session = self._load_locked(storage, path, warnings)
-            except BaseException:
-                storage.close()
-                raise
-            if session is not None:
-                return session
-            storage.close()
-        raise FileReplaced("the file kept being replaced while it was opened; try again", path=str(path))
-
-    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[Warning]) -> Session | None:
-        with storage.lock():
-            if storage.replaced():
-                return None
-            version = file_version(storage)
-            if version is not None and version < protocol.FORMAT_VERSION:
-                sync = self.config.durability == "fsync"
-                warnings.append(migrate_file(self.root.path, path, storage, version, sync=sync))
-                return None
-            return Session.load(storage, self._sidecar_of(path))
+        return self._add(OpenSession(self.backend.load(path, warnings), path, self.listener))
 
     def _add(self, opened: OpenSession) -> OpenSession:
         if opened.id in self._sessions:
@@ -278,20 +243,10 @@ class SessionService:
         if self._search is not None:
             self._search.close()
             self._search = None
+        self.backend.close()
 
     def _close(self, opened: OpenSession) -> None:
-        """Close the file, saving its index for the next open first (a cache: failures are only logged)."""
-        sidecar = self._sidecar_of(opened.path)
-        try:
-            if sidecar is not None and len(opened.session.index) >= self.config.index_min_entries:
-                opened.session.save_sidecar(sidecar)
-        except OSError as exc:
-            log.warning("could not save the index of %s to %s: %s", opened.path, sidecar, exc)
-        finally:
-            opened.session.close()
-
-    def _sidecar_of(self, path: Path) -> Path | None:
-        return None if self.config.index_dir is None else sidecar_path(self.config.index_dir, path)
+        self.backend.release(opened.session, opened.path)
 
     def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
         opened = self._synced(params.session_id)
@@ -315,20 +270,17 @@ class SessionService:
     def unsubscribe(self, params: protocol.SessionParams) -> None:
         self._get(params.session_id).subscribed = False
 
-    def poll(self, limit: int | None = None) -> None:
-        """Take in other writers' entries for every subscribed session (the listener hears of them),
-        at most about `limit` bytes of each: what the listener is told at once stays bounded."""
+    def poll(self, limit: int | None = None, only: Collection[Path] | None = None) -> None:
+        """Take in other writers' entries for every subscribed session (or those of `only`; the
+        listener hears of them), at most about `limit` bytes of each: what the listener is told at
+        once stays bounded."""
         for opened in list(self._sessions.values()):
-            if opened.subscribed:
+            if opened.subscribed and (only is None or opened.path in only):
                 with contextlib.suppress(SessionTreeError):  # a rewritten file is reported on the next request
                     opened.sync(limit)
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
-        if params.cwd is not None:
-            directories = [self.root.directory_for(params.cwd)]
-        else:
-            directories = [self.root.path / name for name in subdirectories(self.root.path)]
-        return protocol.ListResult(list_sessions(self.root.path, session_files(self.root.path, directories), progress))
+        return protocol.ListResult(self.backend.list(params.cwd, progress))
 
     # ------------------------------------------------------------------ writing
 
@@ -408,43 +360,17 @@ class SessionService:
         else:
             plan = whole_plan(session)
         cwd = params.cwd if params.cwd is not None else session.header.get("cwd", "")
-        directory = self.root.directory_for(cwd) if params.cwd is not None else opened.path.parent
+        directory = self.backend.directory_for(cwd) if params.cwd is not None else opened.path.parent
         session_id = new_session_id()
         timestamp = now_iso()
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
         header.update(cwd=cwd, parentSession=str(opened.path))
         header_line = jsonfmt.dumps(header)
         chunks = itertools.chain([header_line + b"\n"], plan.chunks(session))  # read as written: the path is not held whole
-        storage = self._write_new_file(directory, file_name(timestamp, session_id), chunks)
+        storage, file_path = self.backend.create(directory, file_name(timestamp, session_id), chunks)
         forked_session = Session.adopt(storage, header_line, plan, session)
-        forked = self._add(OpenSession(forked_session, storage.path, self.listener))
-        return protocol.ForkResult(forked.id, str(storage.path))
-
-    def _write_new_file(self, directory: Path, name: str, chunks: Iterable[bytes]) -> FileStorage:
-        """Write a whole new session file (chunks of whole lines) under a temporary name, then give
-        it its name (never over an existing file). Whatever stops it, the temporary name goes."""
-        path = directory / name
-        sync = self.config.durability == "fsync"
-        try:
-            with confined.directory(self.root.path, directory, create=True) as folder:
-                temporary, fd = folder.create_unique(f".{name}.partial", os.O_RDWR | os.O_APPEND)
-                try:
-                    with open(fd, "ab", closefd=False) as out:
-                        out.writelines(chunks)
-                    if sync:
-                        os.fsync(fd)
-                    folder.link(temporary, name)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                finally:
-                    with contextlib.suppress(OSError):
-                        folder.unlink(temporary)
-                if sync:
-                    folder.sync()
-        except OSError as exc:
-            raise StorageError(f"could not write {path}: {exc.strerror or exc}", path=str(path)) from None
-        return FileStorage(path, self.config.durability, fd=fd)
+        forked = self._add(OpenSession(forked_session, file_path, self.listener))
+        return protocol.ForkResult(forked.id, str(file_path))
 
     # ------------------------------------------------------------------ reading
 
@@ -523,7 +449,7 @@ class SessionService:
             return protocol.StatsResult(1, tree.wire(), on_path.wire(), session_id=opened.id)
         assert params.cwd is not None
         total = stats.Stats()
-        files = session_files(self.root.path, [self.root.directory_for(params.cwd)])
+        files = self.backend.paths(params.cwd)
         counted = 0
         for path in files:
             found = self._file_stats(path)
@@ -538,16 +464,15 @@ class SessionService:
         if opened is not None:
             opened.sync()
             return opened.stats()[0]
-        try:
-            storage = FileStorage(path, writable=False, fd=confined.open_file(self.root.path, path, os.O_RDONLY))
-        except (SessionTreeError, OSError):  # gone, a link, not a regular file: not counted
+        session = self.backend.load_readonly(path)
+        if session is None:
             return None
         try:
-            return OpenSession(Session.load(storage, self._sidecar_of(path)), path, None).stats()[0]
+            return OpenSession(session, path, None).stats()[0]
         except (SessionTreeError, OSError):
             return None
         finally:
-            storage.close()
+            session.close()
 
     # ------------------------------------------------------------------ search
 
@@ -555,8 +480,8 @@ class SessionService:
         """The search index of the root, beside the index sidecars (made on first use)."""
         if self._search is None:
             if self.config.index_dir is None:
-                raise StorageError("search needs a cache directory: indexDir is turned off", path=str(self.root.path))
-            self._search = SearchIndex(index_path(self.config.index_dir, self.root.path))
+                raise StorageError("search needs a cache directory: indexDir is turned off", path=str(self.root))
+            self._search = SearchIndex(index_path(self.config.index_dir, self.root))
         return self._search
 
     def refresh_search(
@@ -564,7 +489,7 @@ class SessionService:
     ) -> RefreshStats:
         """Bring the search index up to date with the files (safe to run in a worker thread: it
         reads the files through descriptors of its own and writes only the index)."""
-        return self.search_index().refresh(self.root.path, progress=progress, cancelled=cancelled)
+        return self.search_index().refresh(self.root, progress=progress, cancelled=cancelled)
 
     def search(self, params: protocol.SearchParams, indexed: RefreshStats) -> protocol.SearchResult:
         since, until = _ms_of(params.since, "since"), _ms_of(params.until, "until")
@@ -657,6 +582,14 @@ class SessionService:
         opened = self._get(session_id)
         opened.sync()
         return opened
+
+
+def _backend(config: ServiceConfig) -> Backend:
+    if config.store is None:
+        return FileBackend(config.sessions_dir, config.durability, config.index_dir, config.index_min_entries)
+    from .backend.postgres import PostgresBackend  # psycopg is needed only by those who use it
+
+    return PostgresBackend(config.sessions_dir, config.store)
 
 
 def _tree_items(session: Session, folded: FoldedTree, leaf: int | None) -> Iterable[export.Item]:

@@ -24,7 +24,7 @@ def service(tmp_path: Path) -> SessionService:
 
 
 def _open(service: SessionService) -> str:
-    path = service.root.path / "--w--" / "demo.jsonl"
+    path = service.root / "--w--" / "demo.jsonl"
     path.parent.mkdir(parents=True)
     shutil.copyfile(EXAMPLE, path)
     return service.open(p.OpenParams(str(path))).session_id

@@ -124,7 +124,7 @@ def service(tmp_path: Path) -> SessionService:
 
 
 def _demo(service: SessionService) -> str:
-    path = service.root.path / "--w--" / "demo.jsonl"
+    path = service.root / "--w--" / "demo.jsonl"
     path.parent.mkdir(parents=True)
     shutil.copyfile(Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl", path)
     return service.open(p.OpenParams(str(path))).session_id

@@ -26,7 +26,7 @@ CWD = json.loads(EXAMPLE.read_text().splitlines()[0])["cwd"]
 
 
 def _place(service: SessionService, name: str) -> Path:
-    path = service.root.directory_for(CWD) / name
+    path = service.backend.directory_for(CWD) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(EXAMPLE, path)
     return path

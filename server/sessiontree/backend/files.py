@@ -1,0 +1,152 @@
+"""The file store: one JSONL file per session under the sessions root, as pi keeps them.
+
+Every file is reached from the root one component at a time without following links
+(`store.confined`); new files are written under a temporary name and linked into place.
+"""
+
+from __future__ import annotations
+
+import builtins  # `list` in the class body below is FileBackend.list
+import contextlib
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .. import protocol
+from ..errors import FileReplaced, SessionTreeError, StorageError
+from ..listing import list_sessions, session_files, subdirectories
+from ..paths import SessionsRoot
+from ..protocol import SessionSummary, Warning
+from ..store import Durability, FileStorage, Session, confined, file_version, migrate_file
+from ..store.sidecar import sidecar_path
+from . import ChangeFeed, Progress
+
+log = logging.getLogger(__name__)
+
+_OPEN_TRIES = 3  # a file replaced while being opened (a migration) is opened again, so often
+
+
+class FileBackend:
+    poll_seconds = 0.2  # files send no word of appends: subscribed ones are checked this often
+
+    def __init__(
+        self, root: Path, durability: Durability = "os", index_dir: Path | None = None, index_min_entries: int = 1000
+    ) -> None:
+        self.sessions_root = SessionsRoot(root)
+        self.root = self.sessions_root.path
+        self.durability = durability
+        self.index_dir = index_dir  # where index sidecars go; None: no sidecars
+        self.index_min_entries = index_min_entries  # smaller sessions scan in milliseconds: no sidecar
+        self.shown = "files"
+
+    def start(self) -> None:
+        pass  # the root is made when the first session is
+
+    def changes(self) -> ChangeFeed | None:
+        return None
+
+    def resolve(self, path: str) -> Path:
+        return self.sessions_root.resolve(path)
+
+    def directory_for(self, cwd: str) -> Path:
+        return self.sessions_root.directory_for(cwd)
+
+    # ------------------------------------------------------------------ opening
+
+    def load(self, path: Path, warnings: list[Warning]) -> Session:
+        """Open, migrate if needed, and scan; a file replaced meanwhile (migrated by us or by another
+        daemon while we waited for its lock) is opened again."""
+        try:
+            for _ in range(_OPEN_TRIES):
+                storage = FileStorage(path, self.durability, fd=confined.open_file(self.root, path, os.O_RDWR | os.O_APPEND))
+                try:
+                    session = self._load_locked(storage, path, warnings)
+                except BaseException:
+                    storage.close()
+                    raise
+                if session is not None:
+                    return session
+                storage.close()
+        except OSError as exc:
+            raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
+        raise FileReplaced("the file kept being replaced while it was opened; try again", path=str(path))
+
+    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[Warning]) -> Session | None:
+        with storage.lock():
+            if storage.replaced():
+                return None
+            version = file_version(storage)
+            if version is not None and version < protocol.FORMAT_VERSION:
+                sync = self.durability == "fsync"
+                warnings.append(migrate_file(self.root, path, storage, version, sync=sync))
+                return None
+            return Session.load(storage, self._sidecar_of(path))
+
+    def load_readonly(self, path: Path) -> Session | None:
+        try:
+            storage = FileStorage(path, writable=False, fd=confined.open_file(self.root, path, os.O_RDONLY))
+        except (SessionTreeError, OSError):  # gone, a link, not a regular file
+            return None
+        try:
+            return Session.load(storage, self._sidecar_of(path))
+        except (SessionTreeError, OSError):
+            storage.close()
+            return None
+
+    def release(self, session: Session, path: Path) -> None:
+        """Close the file, saving its index for the next open first (a cache: failures are only logged)."""
+        sidecar = self._sidecar_of(path)
+        try:
+            if sidecar is not None and len(session.index) >= self.index_min_entries:
+                session.save_sidecar(sidecar)
+        except OSError as exc:
+            log.warning("could not save the index of %s to %s: %s", path, sidecar, exc)
+        finally:
+            session.close()
+
+    def _sidecar_of(self, path: Path) -> Path | None:
+        return None if self.index_dir is None else sidecar_path(self.index_dir, path)
+
+    # ------------------------------------------------------------------ writing new files
+
+    def create(self, directory: Path, name: str, chunks: Iterable[bytes]) -> tuple[FileStorage, Path]:
+        """Write a whole new session file (chunks of whole lines) under a temporary name, then give
+        it its name (never over an existing file). Whatever stops it, the temporary name goes."""
+        path = directory / name
+        sync = self.durability == "fsync"
+        try:
+            with confined.directory(self.root, directory, create=True) as folder:
+                temporary, fd = folder.create_unique(f".{name}.partial", os.O_RDWR | os.O_APPEND)
+                try:
+                    with open(fd, "ab", closefd=False) as out:
+                        out.writelines(chunks)
+                    if sync:
+                        os.fsync(fd)
+                    folder.link(temporary, name)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                finally:
+                    with contextlib.suppress(OSError):
+                        folder.unlink(temporary)
+                if sync:
+                    folder.sync()
+        except OSError as exc:
+            raise StorageError(f"could not write {path}: {exc.strerror or exc}", path=str(path)) from None
+        return FileStorage(path, self.durability, fd=fd), path
+
+    # ------------------------------------------------------------------ listing
+
+    def list(self, cwd: str | None, progress: Progress | None) -> list[SessionSummary]:
+        if cwd is not None:
+            directories = [self.directory_for(cwd)]
+        else:
+            directories = [self.root / name for name in subdirectories(self.root)]
+        return list_sessions(self.root, session_files(self.root, directories), progress)
+
+    def paths(self, cwd: str) -> builtins.list[Path]:
+        return session_files(self.root, [self.directory_for(cwd)])
+
+    def close(self) -> None:
+        pass

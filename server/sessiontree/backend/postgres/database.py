@@ -1,0 +1,111 @@
+"""The daemon's connection to PostgreSQL: made when first needed, made again after it is lost,
+and never shown with its password.
+
+libpq reads what users expect: the connection string (a URI or `key=value` words), the `PG*`
+environment variables and `~/.pgpass`. The daemon is single-threaded, so one connection serves
+every session; a transaction is open only while a session's row is locked for an append.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+
+from ...errors import StorageError, StoreUnavailable
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+CONNECT_TIMEOUT = 10  # seconds: a store that does not answer is reported, not waited on forever
+
+
+def redacted(dsn: str) -> str:
+    """The connection string as it may be shown: every setting but the password."""
+    try:
+        params = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "(an unreadable connection string)"
+    shown = {key: value for key, value in params.items() if key != "password"}
+    return " ".join(f"{key}={value}" for key, value in shown.items()) or "(libpq's defaults)"
+
+
+def _secrets(dsn: str) -> list[str]:
+    found = [os.environ.get("PGPASSWORD", "")]
+    with contextlib.suppress(psycopg.Error):
+        found.append(str(conninfo.conninfo_to_dict(dsn).get("password") or ""))
+    return [secret for secret in found if secret]
+
+
+class Database:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.shown = redacted(dsn)
+        self._secrets = _secrets(dsn)
+        self._connection: Connection | None = None
+
+    def connection(self) -> Connection:
+        """The open connection, made again if there is none (raises StoreUnavailable)."""
+        if self._connection is None or self._connection.closed:
+            self._connection = None
+            with self.errors():
+                self._connection = self.connect()
+        return self._connection
+
+    def connect(self) -> Connection:
+        """A connection of its own, in autocommit: transactions are begun explicitly."""
+        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="sessiontree")
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """psycopg's errors as the daemon's: a lost or refused connection is StoreUnavailable (and is
+        dropped, so the next call connects again); anything else the server refused, StorageError."""
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            self.drop()
+            raise StoreUnavailable(
+                f"the session store is unavailable: {self.scrub(exc)}; the next request connects again",
+                store=self.shown,
+            ) from None
+        except psycopg.Error as exc:
+            raise StorageError(f"the session store refused: {self.scrub(exc)}", store=self.shown) from None
+
+    def scrub(self, exc: BaseException) -> str:
+        """An error's message with any password taken out (libpq's messages should not hold one)."""
+        message = str(exc).strip() or type(exc).__name__
+        for secret in self._secrets:
+            message = message.replace(secret, "********")
+        return " ".join(message.split())
+
+    def in_transaction(self) -> bool:
+        connection = self._connection
+        return connection is not None and not connection.closed and (
+            connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        )
+
+    def end_transaction(self, commit: bool) -> None:
+        """COMMIT or ROLLBACK what is open; a connection lost meanwhile rolled back by itself."""
+        if not self.in_transaction():
+            return
+        assert self._connection is not None
+        if commit:
+            with self.errors():
+                self._connection.execute("COMMIT")
+        else:
+            try:
+                self._connection.execute("ROLLBACK")
+            except psycopg.Error:
+                self.drop()
+
+    def drop(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                self._connection.close()
+            self._connection = None
+
+    def close(self) -> None:
+        self.end_transaction(commit=False)
+        self.drop()

@@ -1,0 +1,217 @@
+"""One session in PostgreSQL, read and written as the JSONL file it stands for.
+
+The store's `Session` works on byte offsets in a file; here the file is the session's rows in
+`sessiontree.lines`, each a piece of the file at its offset. Rows are only ever added, so bytes
+once read never change: they are kept in a small cache of blocks. `lock()` is a transaction that
+holds the session's row `FOR UPDATE`, which serialises appends across every daemon on the
+database; `append` adds the rows, updates the summary, notifies, and commits before it returns.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from ...listing import Summary
+from .database import Database
+from .schema import CHANNEL
+
+READ_AHEAD: Final = 256 * 1024  # a short read fetches this much: the entries of a path lie close together
+CACHE_BYTES: Final = 32 * 1024 * 1024
+
+_LOCK_ROW = (
+    "SELECT size, name, message_count, first_message, title, last_activity FROM sessiontree.sessions"
+    " WHERE sid = %s FOR UPDATE"
+)
+_READ = (
+    "SELECT off, data FROM sessiontree.lines WHERE sid = %(sid)s AND off < %(stop)s AND off >= "
+    "(SELECT coalesce(max(off), 0) FROM sessiontree.lines WHERE sid = %(sid)s AND off <= %(start)s) ORDER BY off"
+)
+_INSERT = "INSERT INTO sessiontree.lines (sid, off, entry_id, data) VALUES (%s, %s, %s, %s)"
+_UPDATE = (
+    "UPDATE sessiontree.sessions SET size = %s, updated = now(), message_count = %s, first_message = %s,"
+    " title = %s, last_activity = %s WHERE sid = %s"
+)
+
+
+class _Id(msgspec.Struct):
+    id: Any = None
+
+
+_decode_id = msgspec.json.Decoder(_Id).decode
+
+
+def entry_id_of(line: bytes) -> str | None:
+    """The id of a line that is an entry (or the header), for lookups by id; None for any other line."""
+    try:
+        found = _decode_id(line).id
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def pieces(data: bytes, start: int) -> Iterator[tuple[int, bytes]]:
+    """`data`, written at `start`, cut after each line end: (offset, piece)."""
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        stop = len(data) if end < 0 else end + 1
+        yield start + at, data[at:stop]
+        at = stop
+
+
+class _RowLock:
+    """Re-entrant: the outermost holder's transaction is the lock."""
+
+    __slots__ = ("depth", "storage")
+
+    def __init__(self, storage: PostgresStorage) -> None:
+        self.storage, self.depth = storage, 0
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            self.storage.begin()
+        self.depth += 1
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.storage.db.end_transaction(commit=kind is None)
+
+
+class PostgresStorage:
+    """The `Storage` of one session row (`sid`, named `store_name`), shown by its path under the
+    sessions root. A row renamed (a migration) or deleted since counts as replaced."""
+
+    def __init__(self, db: Database, sid: int, store_name: str, path: Path, header: dict[str, Any]) -> None:
+        self.db = db
+        self.sid = sid
+        self.store_name = store_name
+        self.path = path
+        self.name = str(path)
+        self.header = header
+        self._size = 0
+        self._gone = False
+        self._lock = _RowLock(self)
+        self._summary: Summary | None = None  # as the locked row has it
+        self._blocks: collections.OrderedDict[int, bytes] = collections.OrderedDict()
+        self._cached = 0
+
+    # ------------------------------------------------------------------ size and identity
+
+    def size(self) -> int:
+        if self._lock.depth:  # the locked row's, kept by our own appends
+            return self._size
+        with self.db.errors():
+            row = self.db.connection().execute(
+                "SELECT size, name FROM sessiontree.sessions WHERE sid = %s", (self.sid,)
+            ).fetchone()
+        if row is None or row[1] != self.store_name:
+            self._gone = True
+        else:
+            self._size = int(row[0])
+        return self._size
+
+    def replaced(self) -> bool:
+        """The session's row was deleted (or replaced by a migration) since it was opened."""
+        return self._gone
+
+    # ------------------------------------------------------------------ locking and appending
+
+    def lock(self) -> _RowLock:
+        return self._lock
+
+    def begin(self) -> None:
+        with self.db.errors():
+            connection = self.db.connection()
+            with connection.pipeline():
+                connection.execute("BEGIN")
+                cursor = connection.execute(_LOCK_ROW, (self.sid,))
+            row = cursor.fetchone()
+        if row is None or row[1] != self.store_name:
+            self._gone = True
+            self._summary = None
+            return
+        size, _, count, first, title, last = row
+        self._size = int(size)
+        self._summary = Summary(self.header, int(count), str(first), title, last)
+
+    def append(self, data: bytes) -> int:
+        """Add `data` at the end as rows and commit: the lock's transaction ends here."""
+        if not self._lock.depth or self._summary is None:
+            raise OSError("append without the session's lock, or to a session that is gone")
+        start = self._size
+        rows = list(pieces(data, start))
+        summary = self._summary
+        if rows and rows[0][1] == b"\n" and start:  # a fence: it ends the last line, which now counts
+            summary.add(self.read_line_before(start))
+        for _, piece in rows:
+            if piece.endswith(b"\n") and len(piece) > 1:
+                summary.add(piece[:-1])
+        with self.db.errors():
+            connection = self.db.connection()
+            with connection.pipeline(), connection.cursor() as cursor:
+                cursor.executemany(_INSERT, [(self.sid, off, entry_id_of(piece), piece) for off, piece in rows])
+                cursor.execute(
+                    _UPDATE,
+                    (start + len(data), summary.message_count, summary.first_message, summary.name,
+                     summary.last_activity, self.sid),
+                )
+                cursor.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(self.sid)))
+                cursor.execute("COMMIT")
+        self._size = start + len(data)
+        return start
+
+    def read_line_before(self, end: int) -> bytes:
+        """The (unfinished) line that ends at `end`."""
+        with self.db.errors():
+            row = self.db.connection().execute(
+                "SELECT data FROM sessiontree.lines WHERE sid = %s AND off < %s ORDER BY off DESC LIMIT 1",
+                (self.sid, end),
+            ).fetchone()
+        return bytes(row[0]) if row is not None else b""
+
+    def sync(self) -> None:
+        pass  # an append is committed (and on the server's disk) before it returns
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        for start, block in reversed(self._blocks.items()):
+            if start <= offset and offset + length <= start + len(block):
+                return block[offset - start : offset - start + length]
+        start, block = self._fetch(offset, offset + max(length, READ_AHEAD))
+        return block[offset - start : offset - start + length]
+
+    def _fetch(self, start: int, stop: int) -> tuple[int, bytes]:
+        with self.db.errors():
+            rows = self.db.connection().execute(_READ, {"sid": self.sid, "start": start, "stop": stop}).fetchall()
+        if not rows:
+            return start, b""
+        first = int(rows[0][0])
+        block = b"".join(bytes(data) for _, data in rows)
+        self._remember(first, block)
+        return first, block
+
+    def _remember(self, start: int, block: bytes) -> None:
+        old = self._blocks.pop(start, None)
+        self._cached -= len(old) if old is not None else 0
+        self._blocks[start] = block
+        self._cached += len(block)
+        while self._cached > CACHE_BYTES and len(self._blocks) > 1:
+            _, dropped = self._blocks.popitem(last=False)
+            self._cached -= len(dropped)
+
+    def close(self) -> None:
+        self._blocks.clear()
+        self._cached = 0
+        with contextlib.suppress(Exception):
+            if self._lock.depth:
+                self.db.end_transaction(commit=False)

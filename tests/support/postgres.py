@@ -1,0 +1,70 @@
+"""A throwaway PostgreSQL server for the tests: `initdb` into a temporary directory, listening on
+a Unix socket only, stopped (and its files removed) at the end.
+
+The server refuses to run as root, so under root it runs as the `postgres` user Debian's package
+creates. Debian keeps the programs outside PATH, under /usr/lib/postgresql/<major>/bin.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+_SERVER_USER = "postgres"
+
+
+def server_bin() -> Path | None:
+    """The directory of `initdb` and `pg_ctl`: PATH first, then Debian's place (newest major)."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+class Cluster:
+    """One server on a socket in its own directory; `dsn(db)` reaches a database on it."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin = bin_dir
+        self.base = Path(tempfile.mkdtemp(prefix="sessiontree-pg-"))
+        self.data = self.base / "data"
+        self._as_root = os.geteuid() == 0
+        if self._as_root:  # the server's user must own its directories
+            user = pwd.getpwnam(_SERVER_USER)
+            os.chown(self.base, user.pw_uid, user.pw_gid)
+        self.base.chmod(0o755)
+
+    def _run(self, *command: str) -> None:
+        prefix = ["runuser", "-u", _SERVER_USER, "--"] if self._as_root else []
+        subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
+
+    def init(self) -> None:
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+
+    def start(self) -> None:
+        options = f"-k {self.base} -c listen_addresses='' -c fsync=off -c max_connections=60"
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@/{database}?host={self.base}"
+
+    def create_database(self, name: str) -> str:
+        """A fresh database (dropped first if a test left one) and its DSN."""
+        import psycopg
+
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
