@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo lint test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
+.PHONY: setup demo lint postgres test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ nvim: setup nvim-installed nvim-current
 	  SESSIONTREE_PYTHON=$(DAEMON_PYTHON) $$bin --headless -u NONE -c "luafile $(CLIENTS)/nvim/test/run.lua" || status=1; \
 	done; exit $$status
 
+# The PostgreSQL store's tests start a throwaway server of Debian's package (tests/support/postgres.py).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
+	  ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
+
 # The shipped example session as the daemon serves it: its tree, then the context the model would see.
 demo: setup
 	$(VENV)/bin/sessiontree tree $(DEMO)
@@ -101,8 +106,8 @@ lint: setup
 	$(PY) -m ruff check server tests
 	$(PY) -m mypy
 
-test: setup node clients vscode-e2e nvim
-	$(PY) -m pytest -q
+test: setup node clients vscode-e2e nvim postgres
+	SESSIONTREE_REQUIRE_POSTGRES=1 $(PY) -m pytest -q
 
 # The long-running variants (more random conformance scenarios, bigger sweeps).
 test-slow: setup node

@@ -1,5 +1,6 @@
 """The `sessiontree` command: `serve` runs the daemon; `tree`, `context`, `export`, `stats` and
-`search` read session files in this process, through the domain, as the daemon would serve them."""
+`search` read session files in this process, through the domain, as the daemon would serve them;
+`push`, `pull` and `store` move sessions in and out of a PostgreSQL store (cli_store.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from . import cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
 
 T = TypeVar("T")
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20, metavar="N", help="hits to show (default 20)")
     search.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+    cli_store.add_commands(commands)
     return parser
 
 
@@ -79,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             store=args.store,
         )
         return serve(config)
+    if args.command in ("push", "pull", "store"):
+        return cli_store.run(args)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
     return show(args)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _SERVER_USER = "postgres"
 
@@ -68,3 +69,55 @@ class Cluster:
 
     def remove(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def storage_with(dsn: str, data: bytes, name: str) -> Any:
+    """A session row holding `data` as its lines (header or not), as a PostgresStorage."""
+    from sessiontree.backend.postgres.database import Database
+    from sessiontree.backend.postgres.schema import migrate
+    from sessiontree.backend.postgres.storage import PostgresStorage
+
+    db = Database(dsn)
+    connection = db.connection()
+    migrate(connection)
+    with connection.transaction():
+        row = connection.execute(
+            "INSERT INTO sessiontree.sessions (name, directory, header, size) VALUES (%s, '.', '{}', 0) RETURNING sid",
+            (name,),
+        ).fetchone()
+        assert row is not None
+        sid = int(row[0])
+        _write_rows(connection, sid, data)
+    return PostgresStorage(db, sid, name, Path("/sessions") / name, {})
+
+
+def _write_rows(connection: Any, sid: int, data: bytes) -> None:
+    from sessiontree.backend.postgres.storage import entry_id_of, pieces
+
+    for offset, piece in pieces(data, 0):
+        connection.execute(
+            "INSERT INTO sessiontree.lines (sid, off, entry_id, data) VALUES (%s, %s, %s, %s)",
+            (sid, offset, entry_id_of(piece), piece),
+        )
+    connection.execute("UPDATE sessiontree.sessions SET size = %s WHERE sid = %s", (len(data), sid))
+
+
+def other_daemon_appends(storage: Any, data: bytes) -> None:
+    """Another daemon's append to the same session row, on a connection of its own."""
+    from sessiontree.backend.postgres.database import Database
+    from sessiontree.backend.postgres.storage import PostgresStorage
+
+    db = Database(storage.db.dsn)
+    try:
+        PostgresStorage(db, storage.sid, storage.store_name, storage.path, {}).append(data)
+    finally:
+        db.close()
+
+
+def other_program_rewrites(storage: Any, data: bytes) -> None:
+    """Someone with SQL access replaces the session's rows (sessiontree itself never does)."""
+    import psycopg
+
+    with psycopg.connect(storage.db.dsn, autocommit=True) as connection, connection.transaction():
+        connection.execute("DELETE FROM sessiontree.lines WHERE sid = %s", (storage.sid,))
+        _write_rows(connection, storage.sid, data)

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sessiontree.store import MemoryStorage, Storage
+from sessiontree.store import FileStorage, MemoryStorage, Storage
+
+from . import postgres
 
 PI_QUIRK_CASES = Path(__file__).resolve().parents[1] / "fixtures" / "pi-quirks"
 HEADER: dict[str, Any] = {
@@ -62,13 +64,17 @@ def other_writer_appends(storage: Storage, data: bytes) -> None:
     """Bytes another process appends without a lock, as pi does."""
     if isinstance(storage, MemoryStorage):
         storage.data += data
-    else:
+    elif isinstance(storage, FileStorage):
         with open(storage.name, "ab") as out:
             out.write(data)
+    else:
+        postgres.other_daemon_appends(storage, data)
 
 
 def other_writer_truncates(storage: Storage, size: int) -> None:
     if isinstance(storage, MemoryStorage):
         del storage.data[size:]
-    else:
+    elif isinstance(storage, FileStorage):
         os.truncate(storage.name, size)
+    else:
+        postgres.other_program_rewrites(storage, contents(storage)[:size])

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
-from sessiontree.store import MemoryStorage, Session
+from sessiontree.store import FileStorage, MemoryStorage, Session
 from support.sessions import (
     HEADER,
     StorageFactory,
@@ -244,6 +244,8 @@ def test_a_file_rewritten_under_us_is_an_error_not_a_misread(make_storage: Stora
 
 def test_an_entry_rewritten_in_place_is_an_error_not_invalid_json_on_the_wire(make_storage: StorageFactory) -> None:
     storage = make_storage(VALID)
+    if not isinstance(storage, FileStorage | MemoryStorage):
+        pytest.skip("a store's rows are only ever added (bytes once read are cached): no rewrite to notice")
     session = Session.load(storage)
     node = session.index.get("e0000001")
     other_writer_truncates(storage, node.offset)

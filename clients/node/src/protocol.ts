@@ -552,4 +552,5 @@ export const ErrorCodes = {
   SummarizerUnavailable: -32020,
   SummaryFailed: -32021,
   FileReplaced: -32022,
+  StoreUnavailable: -32023,
 } as const;

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -142,12 +143,16 @@ class PostgresStorage:
         self._summary = Summary(self.header, int(count), str(first), title, last)
 
     def append(self, data: bytes) -> int:
-        """Add `data` at the end as rows and commit: the lock's transaction ends here."""
-        if not self._lock.depth or self._summary is None:
-            raise OSError("append without the session's lock, or to a session that is gone")
+        """Add `data` at the end as rows and commit (the lock's transaction ends here; without the
+        lock, in a transaction of its own)."""
+        if not self._lock.depth:
+            with self._lock:
+                return self.append(data)
+        summary = self._summary
+        if summary is None:
+            raise OSError(errno.ENOENT, "the session is no longer in the store")
         start = self._size
         rows = list(pieces(data, start))
-        summary = self._summary
         if rows and rows[0][1] == b"\n" and start:  # a fence: it ends the last line, which now counts
             summary.add(self.read_line_before(start))
         for _, piece in rows:
