@@ -64,7 +64,13 @@ export interface ClientOptions {
   args?: string[];
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  initializationOptions?: { sessionsDir?: string; durability?: "os" | "fsync"; indexDir?: string | false };
+  initializationOptions?: {
+    sessionsDir?: string;
+    durability?: "os" | "fsync";
+    indexDir?: string | false;
+    /** A PostgreSQL connection string: sessions kept in that store instead of files. */
+    store?: string;
+  };
   /** Merged into `capabilities.experimental.sessiontree` of `initialize`. */
   capabilities?: Record<string, unknown>;
   /**

@@ -79,9 +79,11 @@ class Extension implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration("sessiontree");
     const command = config.get<string[]>("command", []);
     const sessionsDir = config.get<string>("sessionsDir", "");
+    const store = config.get<string>("store", "");
     const client = await SessionTreeClient.start({
       ...(command.length > 0 ? { command } : {}),
       ...(sessionsDir ? { sessionsDir } : {}),
+      ...(store ? { initializationOptions: { store } } : {}),
       onStderr: (line) => this.output.appendLine(line),
     });
     client.onLogMessage((log) => this.output.appendLine(log.message));

@@ -15,7 +15,7 @@ local View = require('sessiontree.view')
 
 local M = {}
 
-M.config = { cmd = nil, sessions_dir = nil, index_dir = nil }
+M.config = { cmd = nil, sessions_dir = nil, index_dir = nil, store = nil }
 
 local HEADER_LINES = 2
 local HELP = '<CR> switch  l label  f fork  c context  <Tab> unfold/fold  r refresh'
@@ -115,6 +115,7 @@ function M.client()
     cmd = M.config.cmd,
     sessions_dir = M.config.sessions_dir,
     index_dir = M.config.index_dir,
+    store = M.config.store,
     on_notification = on_notification,
     on_exit = on_exit,
   })

@@ -124,6 +124,7 @@ M.Client = Client
 --- start. opts:
 ---   cmd, sessions_dir         the command (see M.command) and `--sessions-dir`
 ---   index_dir                 `initializationOptions.indexDir`: a directory, or false (none)
+---   store                     `initializationOptions.store`: a PostgreSQL connection string
 ---   on_notification(method, params)
 ---   on_request(method, params) -> result, err   (requests from the daemon)
 ---   on_ready(client)          after `initialize` was answered
@@ -139,6 +140,10 @@ function M.start(opts)
     init_options = { indexDir = false }
   elseif opts.index_dir then
     init_options = { indexDir = vim.fn.fnamemodify(vim.fn.expand(opts.index_dir), ':p') }
+  end
+  if opts.store then
+    init_options = init_options or {}
+    init_options.store = opts.store
   end
   local self = setmetatable({
     cmd = cmd,
