@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from ... import jsonfmt, protocol
-from ...errors import FileNotFound, FileReplaced, PathOutsideRoot
+from ...errors import FileNotFound, FileReplaced, PathOutsideRoot, StorageError
 from ...listing import Summary
 from ...paths import encode_cwd, refuse_control_characters
 from ...protocol import SessionSummary, Warning
@@ -73,10 +75,22 @@ class PostgresBackend:
         connection = self.db.connection()
         if not self._schema_ready:
             with self.db.errors():
-                if installed_version(connection) != VERSION:
-                    migrate(connection)
+                found = installed_version(connection)
+                if found != VERSION:
+                    self._migrate_schema(connection, found)
             self._schema_ready = True
         return connection
+
+    def _migrate_schema(self, connection: Connection, found: int) -> None:
+        try:
+            migrate(connection)
+        except psycopg.errors.InsufficientPrivilege:
+            raise StorageError(
+                f"the store's schema is version {found} and this sessiontree needs version {VERSION}, which this"
+                " role may not make: run `sessiontree store migrate` as the schema's owner",
+                store=self.shown,
+                schemaVersion=found,
+            ) from None
 
     def _find(self, name: str) -> tuple[int, dict[str, Any]] | None:
         with self.db.errors():
