@@ -48,8 +48,9 @@ class Cluster:
     def init(self) -> None:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
 
-    def start(self) -> None:
-        options = f"-k {self.base} -c listen_addresses='' -c fsync=off -c max_connections=60"
+    def start(self, settings: str = "-c fsync=off") -> None:
+        """Start on the socket; `settings` are more server options (tests need no crash safety)."""
+        options = f"-k {self.base} -c listen_addresses='' -c max_connections=60 {settings}"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start")
 
     def stop(self, mode: str = "fast") -> None:

@@ -27,16 +27,19 @@ CACHE_BYTES: Final = 32 * 1024 * 1024
 
 _LOCK_ROW = (
     "SELECT size, name, message_count, first_message, title, last_activity FROM sessiontree.sessions"
-    " WHERE sid = %s FOR UPDATE"
+    " WHERE sid = %d FOR UPDATE"
 )
 _READ = (
     "SELECT off, data FROM sessiontree.lines WHERE sid = %(sid)s AND off < %(stop)s AND off >= "
     "(SELECT coalesce(max(off), 0) FROM sessiontree.lines WHERE sid = %(sid)s AND off <= %(start)s) ORDER BY off"
 )
-_INSERT = "INSERT INTO sessiontree.lines (sid, off, entry_id, data) VALUES (%s, %s, %s, %s)"
-_UPDATE = (
-    "UPDATE sessiontree.sessions SET size = %s, updated = now(), message_count = %s, first_message = %s,"
-    " title = %s, last_activity = %s WHERE sid = %s"
+# One statement: the rows, the session's size and summary, the notification (sent on commit).
+_APPEND = (
+    "WITH added AS (INSERT INTO sessiontree.lines (sid, off, entry_id, data)"
+    " SELECT %(sid)s, * FROM unnest(%(offsets)s::bigint[], %(ids)s::text[], %(data)s::bytea[])),"
+    " summary AS (UPDATE sessiontree.sessions SET size = %(size)s, updated = now(), message_count = %(count)s,"
+    " first_message = %(first)s, title = %(title)s, last_activity = %(last)s WHERE sid = %(sid)s)"
+    " SELECT pg_notify(%(channel)s, %(sid)s::text)"
 )
 
 
@@ -128,11 +131,11 @@ class PostgresStorage:
         return self._lock
 
     def begin(self) -> None:
+        """BEGIN and lock the row in one round trip: with no parameters psycopg sends the simple
+        query protocol, which takes two statements (the sid is an integer)."""
         with self.db.errors():
-            connection = self.db.connection()
-            with connection.pipeline():
-                connection.execute("BEGIN")
-                cursor = connection.execute(_LOCK_ROW, (self.sid,))
+            cursor = self.db.connection().execute(f"BEGIN; {_LOCK_ROW % int(self.sid)}")
+            cursor.nextset()  # past BEGIN's result to the row's
             row = cursor.fetchone()
         if row is None or row[1] != self.store_name:
             self._gone = True
@@ -158,17 +161,22 @@ class PostgresStorage:
         for _, piece in rows:
             if piece.endswith(b"\n") and len(piece) > 1:
                 summary.add(piece[:-1])
+        params = {
+            "sid": self.sid,
+            "offsets": [offset for offset, _ in rows],
+            "ids": [entry_id_of(piece) for _, piece in rows],
+            "data": [piece for _, piece in rows],
+            "size": start + len(data),
+            "count": summary.message_count,
+            "first": summary.first_message,
+            "title": summary.name,
+            "last": summary.last_activity,
+            "channel": CHANNEL,
+        }
         with self.db.errors():
             connection = self.db.connection()
-            with connection.pipeline(), connection.cursor() as cursor:
-                cursor.executemany(_INSERT, [(self.sid, off, entry_id_of(piece), piece) for off, piece in rows])
-                cursor.execute(
-                    _UPDATE,
-                    (start + len(data), summary.message_count, summary.first_message, summary.name,
-                     summary.last_activity, self.sid),
-                )
-                cursor.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(self.sid)))
-                cursor.execute("COMMIT")
+            connection.execute(_APPEND, params)
+            connection.execute("COMMIT")
         self._size = start + len(data)
         return start
 
