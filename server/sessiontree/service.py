@@ -29,9 +29,10 @@ from .errors import (
     SessionTreeError,
     StorageError,
 )
+from .file_warning import FileWarning
 from .listing import list_sessions, session_files, subdirectories
 from .paths import SessionsRoot, check_session_id, file_name, new_session_id
-from .protocol import UNSET, AppendedEntry, AppendResult, Warning
+from .protocol import AppendedEntry, AppendResult
 from .search import RefreshStats, SearchIndex, index_path
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
@@ -49,6 +50,7 @@ from .tree.folded import FoldedTree, Row, Shape, row_of
 from .tree.fork import branched_plan, whole_plan
 from .tree.preview import preview_of_line, previews_of_lines
 from .tree.tree import tree_wire
+from .unset import UNSET
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ class OpenSession:
         self.subscribed = False
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
-        self._tree: tuple[int, protocol.TreeNodes, list[Warning]] | None = None  # (index version, ...)
+        self._tree: tuple[int, protocol.TreeNodes, list[FileWarning]] | None = None  # (index version, ...)
         self._shape = Shape()  # where the parents column departs from seq - 1, extended as entries arrive
         self._folded: tuple[tuple[int, str | None], FoldedTree] | None = None  # (index version, leaf)
         self._stats: tuple[tuple[int, str | None], tuple[stats.Stats, stats.Stats]] | None = None
@@ -110,11 +112,11 @@ class OpenSession:
                 )
             )
 
-    def tree(self) -> tuple[protocol.TreeNodes, list[Warning]]:
+    def tree(self) -> tuple[protocol.TreeNodes, list[FileWarning]]:
         """The flat tree, built again only when an entry was added since (moving the leaf changes no node)."""
         version = self.session.index.version
         if self._tree is None or self._tree[0] != version:
-            warnings: list[Warning] = []
+            warnings: list[FileWarning] = []
             previews = self._read_previews()
             nodes = protocol.TreeNodes(flat_tree(self.session.index, previews.__getitem__, warnings))
             nodes.wire = orjson.Fragment(jsonfmt.dumps_wire(tree_wire(nodes)))  # as the converter would write it
@@ -193,7 +195,7 @@ class SessionService:
     def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
         path = self.root.resolve(params.path)
         opened = self._by_path.get(path)
-        warnings: list[Warning] = []
+        warnings: list[FileWarning] = []
         if opened is not None:
             try:
                 opened.sync()
@@ -213,14 +215,14 @@ class SessionService:
             warnings=warnings + session.warnings,
         )
 
-    def _register(self, path: Path, warnings: list[Warning]) -> OpenSession:
+    def _register(self, path: Path, warnings: list[FileWarning]) -> OpenSession:
         try:
             session = self._load(path, warnings)
         except OSError as exc:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
         return self._add(OpenSession(session, path, self.listener))
 
-    def _load(self, path: Path, warnings: list[Warning]) -> Session:
+    def _load(self, path: Path, warnings: list[FileWarning]) -> Session:
         """Open, migrate if needed, and scan; a file replaced meanwhile (migrated by us or by another
         daemon while we waited for its lock) is opened again."""
         for _ in range(_OPEN_TRIES):
@@ -236,7 +238,7 @@ class SessionService:
             storage.close()
         raise FileReplaced("the file kept being replaced while it was opened; try again", path=str(path))
 
-    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[Warning]) -> Session | None:
+    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[FileWarning]) -> Session | None:
         with storage.lock():
             if storage.replaced():
                 return None

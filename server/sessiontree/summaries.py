@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import protocol
 from .errors import InvalidParams, LeafConflict, NothingToCompact, SummaryConflict
-from .protocol import UNSET, CompactionAdvice, CompactionSettings, FileOperations, MaybeId
+from .summary_types import CompactionAdvice, CompactionSettings, FileOperations
 from .tree import Context, build_context, walk_path
 from .tree.branch_summary import (
     DEFAULT_CONTEXT_WINDOW,
@@ -27,6 +27,7 @@ from .tree.branch_summary import (
 from .tree.compaction import Preparation, compose_summary, prepare_compaction
 from .tree.summary_text import FileOps, branch_prompt, file_lists
 from .tree.tokens import estimate_context_tokens, should_compact
+from .unset import UNSET, MaybeId
 
 if TYPE_CHECKING:
     from .service import OpenSession

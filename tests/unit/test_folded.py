@@ -32,7 +32,7 @@ def unfolded(tree: FoldedTree) -> list[int]:
 def check(session: Session, shape: Shape | None = None) -> FoldedTree:
     index = session.index
     tree = FoldedTree(index, shape or Shape())
-    warnings: list[p.Warning] = []
+    warnings: list[p.FileWarning] = []
     flat = flat_tree(index, lambda seq: None, warnings)
     on_cycle = {w.entry_id for w in warnings if w.kind == "cycle"} if warnings else set()
     expected = [index.by_id[node.id] for node in flat]

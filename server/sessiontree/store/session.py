@@ -24,7 +24,8 @@ from ..entries import (
     skeletons,
 )
 from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
-from ..protocol import UNSET, MaybeId, Warning
+from ..file_warning import FileWarning
+from ..unset import UNSET, MaybeId
 from . import sidecar
 from .index import SessionIndex
 from .lines import BOM, CHUNK, LineBlocks, LineReader
@@ -79,7 +80,7 @@ class Session:
         self.storage = storage
         self.header = header
         self.index = SessionIndex()
-        self.warnings: list[Warning] = []
+        self.warnings: list[FileWarning] = []
         self.end = 0  # every byte before this has been taken in
         self.unterminated = False  # the file does not end with "\n" at `end`
         self._line_no = 0
@@ -150,8 +151,8 @@ class Session:
         return True
 
     @classmethod
-    def _find_header(cls, storage: Storage, lines: Iterator[tuple[int, bytes]]) -> tuple[Session | None, list[Warning]]:
-        skipped: list[Warning] = []
+    def _find_header(cls, storage: Storage, lines: Iterator[tuple[int, bytes]]) -> tuple[Session | None, list[FileWarning]]:
+        skipped: list[FileWarning] = []
         for line_no, (offset, line) in enumerate(lines, start=1):
             end = offset + len(line) + 1
             if offset == 0 and line.startswith(BOM):
@@ -160,7 +161,7 @@ class Session:
                 continue
             header = _parse_header(line)
             if header is None:
-                skipped.append(Warning("malformed", f"line {line_no} is not valid JSON; skipped", line=line_no))
+                skipped.append(FileWarning("malformed", f"line {line_no} is not valid JSON; skipped", line=line_no))
                 continue
             session = cls(storage, header)
             session._line_no = line_no
@@ -240,11 +241,11 @@ class Session:
         try:
             node = decode_skeleton(line, offset, len(self.index))
         except SkeletonError as exc:
-            self.warnings.append(Warning("malformed", f"line {self._line_no}: {exc}; skipped", line=self._line_no))
+            self.warnings.append(FileWarning("malformed", f"line {self._line_no}: {exc}; skipped", line=self._line_no))
             return None
         if node.type == "session":
             self.warnings.append(
-                Warning("extra-header", f"line {self._line_no} is a second session header; ignored", line=self._line_no)
+                FileWarning("extra-header", f"line {self._line_no} is a second session header; ignored", line=self._line_no)
             )
             return None
         return node
@@ -269,7 +270,7 @@ class Session:
             if at_open:
                 line = self._line_no + 1
                 self.warnings.append(
-                    Warning(
+                    FileWarning(
                         "torn-tail",
                         f"line {line} has no line end yet ({len(tail)} bytes): another program may still be"
                         " writing it; left as it is, and the next append starts on a fresh line",
@@ -461,7 +462,7 @@ class Session:
             return True
         self.fenced = True
         self.warnings.append(
-            Warning(
+            FileWarning(
                 "torn-line-fenced",
                 f"line {self._line_no} was unfinished when appending; kept and ended with a line end",
                 line=self._line_no,
@@ -476,7 +477,7 @@ class Session:
         self._line_no += count - 1
         self.fenced = True
         self.warnings.append(
-            Warning(
+            FileWarning(
                 "torn-line-fenced",
                 f"line {self._line_no - count + 1} was left unfinished by another program while appending;"
                 " the append was written again on a fresh line",

@@ -30,7 +30,8 @@ from typing import Any, Final
 import msgspec
 
 from .. import jsonfmt
-from ..protocol import Warning, converter
+from ..file_warning import FileWarning
+from ..protocol import converter
 from .columns import Codes, SparseCodes
 from .index import SessionIndex
 
@@ -49,7 +50,7 @@ class Snapshot:
     """What a sidecar restores: the index, and the session state a scan would have produced."""
 
     def __init__(
-        self, index: SessionIndex, header: dict[str, Any], warnings: list[Warning], line_no: int, covered: int
+        self, index: SessionIndex, header: dict[str, Any], warnings: list[FileWarning], line_no: int, covered: int
     ):
         self.index = index
         self.header = header
@@ -97,7 +98,7 @@ def save(
     target: Path,
     index: SessionIndex,
     header: dict[str, Any],
-    warnings: list[Warning],
+    warnings: list[FileWarning],
     line_no: int,
     covered: int,
     stat: os.stat_result,
@@ -219,7 +220,7 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     index.orphans = {seq: parent for seq, parent in meta["orphans"]}
     _check_columns(index, count)
     index.restore_waiting()
-    warnings = [converter.structure(w, Warning) for w in meta["warnings"]]
+    warnings = [converter.structure(w, FileWarning) for w in meta["warnings"]]
     return Snapshot(index, meta["header"], warnings, meta["lineNo"], meta["covered"])
 
 
