@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -27,12 +27,10 @@ from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile,
 from ..file_warning import FileWarning
 from ..unset import UNSET, MaybeId
 from . import sidecar
+from .fork_plan import ForkPlan
 from .index import SessionIndex
 from .lines import BOM, CHUNK, LineBlocks, LineReader
 from .storage import Storage
-
-if TYPE_CHECKING:
-    from ..tree.fork import ForkPlan
 
 _HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
 _SCAN_CHUNK = CHUNK  # bytes read at a time by a scan (a longer line is read whole)
