@@ -22,7 +22,8 @@ from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
 from sessiontree.tree.folded import FoldedTree, Shape
-from support.sessions import PI_QUIRK_CASES, assistant, session_bytes, user
+from support.messages import assistant, user
+from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
 def unfolded(tree: FoldedTree) -> list[int]:

@@ -22,7 +22,8 @@ from sessiontree.store import FileStorage, MemoryStorage, Session, file_version,
 from sessiontree.store.sidecar import MAGIC, sidecar_path
 from sessiontree.tree import flat_tree
 from support.equivalence import assert_indexed_alike
-from support.sessions import PI_QUIRK_CASES, assistant, line, session_bytes, user
+from support.messages import assistant, line, user
+from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
 def _version(path: Path) -> int | None:

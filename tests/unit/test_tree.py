@@ -7,7 +7,8 @@ from typing import Any
 from sessiontree.file_warning import FileWarning
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
-from support.sessions import assistant, line, session_bytes, ts, user
+from support.messages import assistant, line, ts, user
+from support.sessions import session_bytes
 
 
 def _tree(*entries: dict[str, Any], data: bytes | None = None) -> tuple[list[Any], list[FileWarning]]:
