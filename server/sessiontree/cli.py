@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 
 from . import cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
+from .output import print_lines
 
 T = TypeVar("T")
 
@@ -119,7 +120,7 @@ def show(args: argparse.Namespace) -> int:
             leaf = UNSET if args.leaf is None else args.leaf
             params = ContextParams(session_id=opened.session_id, leaf_id=leaf, format=args.format)
             lines = context_lines(_as_received(service.context(params), ContextResult))
-        _print_lines(lines)
+        print_lines(lines)
     except SessionTreeError as exc:
         print(f"sessiontree: {exc.message}", file=sys.stderr)
         return 1
@@ -134,7 +135,7 @@ def _export(service: Any, session_id: str, args: argparse.Namespace) -> int:
     leaf = UNSET if args.leaf is None else args.leaf
     content = service.export(ExportParams(session_id, args.format, leaf, args.scope)).content
     if args.output is None:
-        _print_lines(iter(content.splitlines()))
+        print_lines(iter(content.splitlines()))
     else:
         args.output.write_text(content, encoding="utf-8")
         print(f"sessiontree: wrote {args.output}", file=sys.stderr)
@@ -181,14 +182,14 @@ def across_sessions(args: argparse.Namespace) -> int:
     service = SessionService(ServiceConfig(sessions_dir=root, index_dir=resolve_index_dir(os.environ, InitOptions())))
     try:
         if args.command == "stats":
-            _print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))
+            print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))
             return 0
         syntax: Literal["fts", "plain"] = "fts" if args.fts else "plain"
         result = service.search(SearchParams(args.query, syntax, cwd=args.cwd, limit=args.limit), service.refresh_search())
         if args.json:
-            _print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))
+            print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))
         else:
-            _print_lines(_hit_lines(result.hits))
+            print_lines(_hit_lines(result.hits))
     except SessionTreeError as exc:
         print(f"sessiontree: {exc.message}", file=sys.stderr)
         return 1
@@ -216,14 +217,3 @@ def _as_received(result: Any, cls: type[T]) -> T:
     from .protocol import converter, to_wire
 
     return converter.structure(jsonfmt.loads_wire(jsonfmt.dumps_wire(to_wire(result))), cls)
-
-
-def _print_lines(lines: Iterator[str]) -> None:
-    out = sys.stdout
-    try:
-        for line in lines:
-            out.write(line)
-            out.write("\n")
-        out.flush()
-    except BrokenPipeError:  # `sessiontree tree f | head`: stop quietly, also at exit's flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import STORE_ENV, InitOptions, resolve_sessions_dir
+from .output import print_lines
 
 _SIGNS = {"created": "+", "appended": ">", "merged": "~", "unchanged": "=", "differs": "!", "failed": "!"}
 
@@ -82,8 +83,6 @@ def _pull(backend: Any, names: list[str]) -> int:
 
 def _report(moved: Any) -> int:
     """One line a session; the exit status is 1 if any failed or differs."""
-    from .cli import _print_lines
-
     status = 0
 
     def lines() -> Iterator[str]:
@@ -94,5 +93,5 @@ def _report(moved: Any) -> int:
             status |= item.outcome in ("failed", "differs")
             yield f"{_SIGNS[item.outcome]} {item.outcome:9} {item.name}{amount}{note}"
 
-    _print_lines(lines())
+    print_lines(lines())
     return status

@@ -19,7 +19,7 @@ import msgspec
 from . import jsonfmt
 from .entries import iso_to_ms, js_trim
 from .errors import FileNotFound, NotASessionFile, PathOutsideRoot, StorageError
-from .protocol import SessionSummary
+from .session_summary import SessionSummary
 from .store import FileStorage, confined
 from .store.lines import BOM, LineReader
 

@@ -7,11 +7,14 @@ except for the fields typed `MaybeId` (`leafId`, `parentId`, `entryId`), where
 absent means "the current leaf" and `null` means "no entry" (pi's `resetLeaf`).
 protocol.md documents each method; a test keeps it, this table and the
 registered handlers in step.
+
+The types the domain builds itself (file warnings, compaction settings, tree nodes and rows,
+UNSET) are defined in the domain's modules and imported here, never the other way round.
+`WIRE_NAMES` gives the wire's name of a class whose Python name differs from it.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from typing import Any, Final, Literal
 
@@ -23,25 +26,23 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from . import jsonfmt
 from .errors import InvalidParams
 
+# The domain's own types, carried on the wire as they are (re-exported: clients build them too).
+from .file_warning import FileWarning as FileWarning
+from .session_summary import SessionSummary as SessionSummary
+from .summary_types import CompactionAdvice as CompactionAdvice
+from .summary_types import CompactionSettings as CompactionSettings
+from .summary_types import FileOperations as FileOperations
+from .summary_types import SummaryPrompt as SummaryPrompt
+from .tree_nodes import TreeNode as TreeNode
+from .tree_nodes import TreeNodes as TreeNodes
+from .tree_nodes import TreeRow as TreeRow
+from .tree_nodes import TreeRun as TreeRun
+from .unset import UNSET as UNSET
+from .unset import MaybeId as MaybeId
+
 FORMAT_VERSION: Final = 3
 PROTOCOL_VERSION: Final = "1.0"
 
-
-class _Unset(enum.Enum):
-    """Marks a field the client did not send (distinct from an explicit null). One member, so
-    that `value is UNSET` narrows `MaybeId` for the type checker."""
-
-    UNSET = object()  # no JSON value: were it ever encoded, the encoder would refuse it
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Final = _Unset.UNSET
-MaybeId = str | None | _Unset
 
 JsonObject = dict[str, Any]
 ContextFormat = Literal["agent", "llm"]
@@ -73,15 +74,6 @@ class SessionParams:
 class ListParams:
     cwd: str | None = None
     work_done_token: int | str | None = None
-
-
-@attrs.define
-class CompactionSettings:
-    """pi's compaction settings (its defaults)."""
-
-    enabled: bool = True
-    reserve_tokens: int = 16384
-    keep_recent_tokens: int = 20000
 
 
 @attrs.define
@@ -313,17 +305,6 @@ class SetNameParams:
 
 
 @attrs.define
-class Warning:
-    """Something odd found in a file: reported, never repaired by deleting data."""
-
-    kind: str
-    message: str
-    line: int | None = None
-    entry_id: str | None = None
-    path: str | None = None
-
-
-@attrs.define
 class CreateResult:
     session_id: str
     path: str
@@ -338,7 +319,7 @@ class OpenResult:
     leaf_id: str | None
     entry_count: int
     name: str | None = None
-    warnings: list[Warning] = attrs.Factory(list)
+    warnings: list[FileWarning] = attrs.Factory(list)
 
 
 @attrs.define
@@ -353,19 +334,6 @@ class InfoResult:
 
 
 @attrs.define
-class SessionSummary:
-    path: str
-    id: str
-    cwd: str
-    created: str
-    modified: str
-    message_count: int
-    first_message: str
-    name: str | None = None
-    parent_session: str | None = None
-
-
-@attrs.define
 class ListResult:
     sessions: list[SessionSummary]
 
@@ -375,16 +343,6 @@ class AppendedEntry:
     id: str
     parent_id: str | None
     timestamp: str
-
-
-@attrs.define
-class CompactionAdvice:
-    """Whether pi would compact the context now, and the figures it decides on."""
-
-    context_tokens: float | int
-    context_window: int
-    threshold: int
-    should_compact: bool
 
 
 @attrs.define
@@ -413,51 +371,9 @@ class ContextResult:
     thinking_level: str | None
     model: JsonObject | None  # {provider, modelId}, keys pi did not have left out
     leaf_id: str | None
-    warnings: list[Warning] = attrs.Factory(list)
+    warnings: list[FileWarning] = attrs.Factory(list)
     tokens: ContextTokens | None = None
     compaction: CompactionAdvice | None = None
-
-
-@attrs.define
-class TreeNode:
-    id: str
-    parent_id: str | None
-    type: str
-    timestamp: str
-    depth: int
-    child_count: int
-    label: str | None = None
-    label_timestamp: str | None = None
-    role: str | None = None
-    preview: str | None = None
-
-
-class TreeNodes(list[TreeNode]):
-    """The nodes of a tree, remembering their wire form: a session's tree is sent again and again
-    while nothing is appended, and converting 100,000 nodes costs more than building them."""
-
-    wire: Any = None
-
-
-@attrs.define
-class TreeRun:
-    count: int
-    last_id: str
-
-
-@attrs.define
-class TreeRow:
-    id: str
-    type: str
-    indent: int
-    timestamp: str
-    preview: str | None
-    role: str | None = None
-    label: str | None = None
-    children: int | None = None
-    run: TreeRun | None = None
-    on_leaf_path: bool | None = None
-    leaf: bool | None = None
 
 
 @attrs.define
@@ -472,7 +388,7 @@ class TreeViewResult:
 class TreeResult:
     leaf_id: str | None
     nodes: list[TreeNode]
-    warnings: list[Warning] = attrs.Factory(list)
+    warnings: list[FileWarning] = attrs.Factory(list)
 
 
 @attrs.define
@@ -514,23 +430,6 @@ class DidChangeParams:
 class ConfigureResult:
     context_window: int | None
     settings: CompactionSettings
-
-
-@attrs.define
-class SummaryPrompt:
-    """One model call as pi makes it: a system prompt and one user message."""
-
-    system_prompt: str
-    prompt: str
-    conversation_text: str
-    max_tokens: int
-
-
-@attrs.define
-class FileOperations:
-    read: list[Any]
-    written: list[Any]
-    edited: list[Any]
 
 
 @attrs.define
@@ -594,6 +493,11 @@ class SummarizeParams:
 class SummarizeResult:
     summary: str
     turn_prefix_summary: str | None = None
+
+
+# The schema's (and the clients') name of a class, where it differs from the Python name:
+# `Warning` would shadow the builtin exception.
+WIRE_NAMES: Final[dict[type, str]] = {FileWarning: "Warning"}
 
 
 @attrs.define

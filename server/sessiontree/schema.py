@@ -28,6 +28,7 @@ import orjson
 from . import protocol
 from .errors import ALL_ERRORS
 from .rpc.codes import ErrorCode
+from .unset import _Unset
 
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
@@ -44,7 +45,7 @@ def _omitted_when_default(field: attrs.Attribute[Any]) -> bool:
 
 
 def _is_unset(tp: Any) -> bool:
-    return tp is protocol._Unset
+    return tp is _Unset
 
 
 class _Builder:
@@ -66,10 +67,11 @@ class _Builder:
     # ----------------------------------------------------------------- classes
 
     def ref(self, cls: type) -> dict[str, Any]:
-        if cls.__name__ not in self.defs:
-            self.defs[cls.__name__] = {}  # placeholder: classes may refer to each other
-            self.defs[cls.__name__] = self._object(cls, client_side=cls in self.sent_by_client)
-        return {"$ref": f"#/$defs/{cls.__name__}"}
+        name = protocol.WIRE_NAMES.get(cls, cls.__name__)
+        if name not in self.defs:
+            self.defs[name] = {}  # placeholder: classes may refer to each other
+            self.defs[name] = self._object(cls, client_side=cls in self.sent_by_client)
+        return {"$ref": f"#/$defs/{name}"}
 
     def _object(self, cls: type, client_side: bool) -> dict[str, Any]:
         hints = typing.get_type_hints(cls)

@@ -9,11 +9,12 @@ moved so that the summary no longer fits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import protocol
 from .errors import InvalidParams, LeafConflict, NothingToCompact, SummaryConflict
-from .protocol import UNSET, CompactionAdvice, CompactionSettings, FileOperations, MaybeId
+from .open_session import OpenSession
+from .summary_types import CompactionAdvice, CompactionSettings, FileOperations
 from .tree import Context, build_context, walk_path
 from .tree.branch_summary import (
     DEFAULT_CONTEXT_WINDOW,
@@ -27,9 +28,7 @@ from .tree.branch_summary import (
 from .tree.compaction import Preparation, compose_summary, prepare_compaction
 from .tree.summary_text import FileOps, branch_prompt, file_lists
 from .tree.tokens import estimate_context_tokens, should_compact
-
-if TYPE_CHECKING:
-    from .service import OpenSession
+from .unset import UNSET, MaybeId
 
 Append = Callable[..., protocol.AppendResult]
 COMMIT_ATTEMPTS = 3  # another process may move the leaf between our check and our locked append

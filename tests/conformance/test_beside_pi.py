@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 from pi_harness import PiDriver
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from test_beside_other_writers import Calls, session_file, user
-
-from support.daemon import RawDaemon
+from support.daemon import Calls, RawDaemon
+from support.messages import plain_user
+from support.sessions import session_file
 
 APPENDER = Path(__file__).resolve().parent / "pi_appender.mjs"
 
@@ -34,7 +32,7 @@ def test_pi_and_the_daemon_appending_to_one_file_lose_nothing(pi: PiDriver, call
     root = tmp_path / "sessions"
     assistant = {"type": "message", "id": "a0000002", "parentId": "a0000001", "timestamp": "2026-01-01T00:00:00.000Z",
                  "message": {"role": "assistant", "content": [{"type": "text", "text": "hello"}], "timestamp": 1}}
-    path = session_file(root, "s.jsonl", user("a0000001", None), assistant)  # pi writes at once after an answer
+    path = session_file(root, "s.jsonl", plain_user("a0000001", None), assistant)  # pi writes at once after an answer
     writer = subprocess.Popen(["node", str(APPENDER), str(path), "60", "500000"], stdout=subprocess.PIPE)
     ours: list[str] = []
     while writer.poll() is None:

@@ -10,7 +10,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from support.daemon import RawDaemon, daemon_pool, sessions_root
+from support.daemon import Calls, RawDaemon, daemon_pool, sessions_root
 from support.lsp import make_client, server_command
 
 
@@ -44,6 +44,12 @@ def daemon(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> RawDae
     started = start_daemon("--sessions-dir", str(sessions_dir))
     started.initialize()
     return started
+
+
+@pytest.fixture
+def calls(daemon: RawDaemon) -> Calls:
+    """Numbered requests to `daemon`."""
+    return Calls(daemon)
 
 
 @pytest.fixture(scope="module")

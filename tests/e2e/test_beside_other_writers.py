@@ -8,116 +8,25 @@ appends whole lines with one `O_APPEND` write each and no lock, as pi's `appendF
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 
-from support.daemon import RawDaemon, request
-from support.sessions import PI_QUIRK_CASES
-
-HEADER = {"type": "session", "version": 3, "id": "beside-pi", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
-
-# A writer like pi: `count` entries of `size` characters chained from `parent`, each one whole line
-# written with one O_APPEND write and no lock; prints nothing.
-WRITER = """
-import json, os, sys, time
-path, count, size, parent, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
-fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-for i in range(count):
-    entry = {"type": "message", "id": "p%07d" % i, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
-             "message": {"role": "user", "content": "x" * size, "timestamp": 1}}
-    line = (json.dumps(entry, separators=(",", ":")) + "\\n").encode()
-    assert os.write(fd, line) == len(line)
-    parent = entry["id"]
-    time.sleep(pause)
-"""
-
-
-def start_writer(path: Path, count: int, size: int, parent: str | None, pause: float = 0.0) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(count), str(size), parent or "", str(pause)])
-
-
-def writer_ids(count: int) -> list[str]:
-    return [f"p{i:07d}" for i in range(count)]
-
-
-def line(entry: dict[str, Any]) -> bytes:
-    return orjson.dumps(entry) + b"\n"
-
-
-def user(entry_id: str, parent: str | None, text: str = "hi") -> dict[str, Any]:
-    message = {"role": "user", "content": text, "timestamp": 1}
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z", "message": message}
-
-
-def session_file(root: Path, name: str = "s.jsonl", *entries: dict[str, Any]) -> Path:
-    path = root / "--w--" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(line(HEADER) + b"".join(line(e) for e in entries))
-    return path
-
-
-def ids_in(path: Path) -> list[str]:
-    """The ids of the complete entry lines of the file, in order."""
-    found = []
-    for raw in path.read_bytes().split(b"\n")[1:]:
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        found.append(value["id"])
-    return found
-
-
-class Calls:
-    """Numbered requests to one daemon; `result` insists on success, `error` returns the error."""
-
-    def __init__(self, daemon: RawDaemon) -> None:
-        self.daemon = daemon
-        self.ids = itertools.count(1)
-
-    def answer(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
-        message = request(next(self.ids), method, params)
-        self.daemon.send_message(message)
-        return self.receive(timeout)
-
-    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
-        """The next response (notifications skipped)."""
-        while "id" not in (response := self.daemon.next(timeout)) or "method" in response:
-            pass
-        return response
-
-    def result(self, method: str, params: Any) -> Any:
-        response = self.answer(method, params)
-        assert "result" in response, response
-        return response["result"]
-
-    def error(self, method: str, params: Any) -> dict[str, Any]:
-        response = self.answer(method, params)
-        assert "error" in response, response
-        return response["error"]
-
-
-@pytest.fixture
-def calls(daemon: RawDaemon) -> Calls:
-    return Calls(daemon)
-
+from support.daemon import Calls, RawDaemon, request
+from support.messages import line, plain_user, user_entry
+from support.pi_writer import ids_in, start_writer, writer_ids
+from support.sessions import PI_QUIRK_CASES, SESSION_FILE_HEADER, session_file
 
 # --------------------------------------------------------------------------- another writer, no lock
 
 
 def test_opening_while_another_process_writes_big_lines_cuts_none_of_them(calls: Calls, sessions_dir: Path) -> None:
     """A 500 KB write is visible half-done for a moment: that is not a torn line to cut off."""
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
     writer = start_writer(path, 40, 500_000, "a0000001", pause=0.002)
     opens = 0
     while writer.poll() is None:
@@ -135,7 +44,7 @@ def test_appends_beside_an_unlocked_writer_keep_every_line_in_its_place(
 ) -> None:
     """Our offset is where our write landed, not the size we saw before it: lines that land in
     between are taken in as the other writer's, and nothing answers -32017 or vanishes."""
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
     sid = calls.result("session/open", {"path": str(path)})["sessionId"]
     writer = start_writer(path, 3000, 300, "a0000001")
     ours = []
@@ -155,8 +64,8 @@ def test_appends_beside_an_unlocked_writer_keep_every_line_in_its_place(
 
 def test_an_unfinished_line_is_never_moved_or_cut_and_its_bytes_stay_in_place(calls: Calls, sessions_dir: Path) -> None:
     """Two tears at the same offset keep every byte: nothing is moved, copied aside or cut."""
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
-    first = line(user("a0000002", "a0000001"))[:30]
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
+    first = line(plain_user("a0000002", "a0000001"))[:30]
     with path.open("ab") as out:
         out.write(first)
     opened = calls.result("session/open", {"path": str(path)})
@@ -171,10 +80,6 @@ def test_an_unfinished_line_is_never_moved_or_cut_and_its_bytes_stay_in_place(ca
     assert path.read_bytes().startswith(before + b"\n")
     assert not list(path.parent.glob("*.torn-*"))
     assert ids_in(path) == ["a0000001", appended["id"]]
-
-
-def user_entry(text: str) -> dict[str, Any]:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
 
 
 def test_two_daemons_opening_one_v2_file_at_once_both_open_the_migrated_file(
@@ -204,9 +109,9 @@ def test_two_daemons_opening_one_v2_file_at_once_both_open_the_migrated_file(
 
 @pytest.mark.parametrize("how", ["renamed over", "made a symlink", "deleted"])
 def test_a_file_replaced_under_an_open_session_is_noticed(calls: Calls, sessions_dir: Path, how: str) -> None:
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
     sid = calls.result("session/open", {"path": str(path)})["sessionId"]
-    other = session_file(sessions_dir, "other.jsonl", user("a0000001", None))
+    other = session_file(sessions_dir, "other.jsonl", plain_user("a0000001", None))
     if how == "renamed over":
         other.replace(path)
     elif how == "made a symlink":
@@ -226,7 +131,7 @@ def test_a_file_replaced_under_an_open_session_is_noticed(calls: Calls, sessions
 
 
 def test_an_in_place_rewrite_of_the_same_length_is_an_error_never_invalid_json(calls: Calls, sessions_dir: Path) -> None:
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None), user("a0000002", "a0000001"))
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None), plain_user("a0000002", "a0000001"))
     sid = calls.result("session/open", {"path": str(path)})["sessionId"]
     data = path.read_bytes()
     start = data.index(b"\n") + 1
@@ -245,7 +150,7 @@ def test_symlinks_planted_at_the_names_the_daemon_writes_are_never_followed(
 ) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"not the daemon's")
-    torn = session_file(sessions_dir, "torn.jsonl", user("a0000001", None))
+    torn = session_file(sessions_dir, "torn.jsonl", plain_user("a0000001", None))
     with torn.open("ab") as out:
         out.write(b'{"type":"message","id":"a00')
     size = torn.stat().st_size
@@ -266,9 +171,9 @@ def test_listing_never_leaves_the_root(calls: Calls, sessions_dir: Path, tmp_pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     secret = elsewhere / "secret.jsonl"
-    secret.write_bytes(line({**HEADER, "id": "secret"}) + line(user("a0000001", None, "the secret")))
+    secret.write_bytes(line({**SESSION_FILE_HEADER, "id": "secret"}) + line(plain_user("a0000001", None, "the secret")))
     (sessions_dir / "--linked-dir--").symlink_to(elsewhere, target_is_directory=True)
-    inside = session_file(sessions_dir, "inside.jsonl", user("a0000001", None))
+    inside = session_file(sessions_dir, "inside.jsonl", plain_user("a0000001", None))
     (inside.parent / "linked.jsonl").symlink_to(secret)
     os.link(secret, inside.parent / "hard.jsonl")
     listed = calls.result("session/list", {})["sessions"]
@@ -292,7 +197,7 @@ def test_a_path_swapped_for_a_symlink_while_opening_never_opens_the_outside_file
     calls: Calls, sessions_dir: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside.jsonl"
-    outside.write_bytes(line({**HEADER, "id": "outside"}))
+    outside.write_bytes(line({**SESSION_FILE_HEADER, "id": "outside"}))
     inside = session_file(sessions_dir, "real.jsonl")
     flip = inside.parent / "flip.jsonl"
     stop = threading.Event()

@@ -13,10 +13,7 @@ from sessiontree import protocol as p
 from sessiontree.client import RpcError, SessionTreeClient, SyncSessionTreeClient
 from sessiontree.errors import LeafConflict, SessionNotFound, SummaryFailed
 from sessiontree.server import HANDLERS
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+from support.messages import user_entry
 
 
 @pytest.mark.parametrize("method", sorted(p.METHODS))
@@ -30,11 +27,11 @@ async def test_typed_calls_round_trip(sessions_dir: Path) -> None:
     async with SessionTreeClient(sessions_dir=sessions_dir, on_notification=lambda m, params: notes.append((m, params))) as client:
         created = await client.create(p.CreateParams(cwd="/work/project"))
         sid = created.session_id
-        first = await client.append(p.AppendParams(session_id=sid, entry=user("a")))
-        second = await client.append(p.AppendParams(session_id=sid, entry=user("b"), expected_leaf_id=first.id))
+        first = await client.append(p.AppendParams(session_id=sid, entry=user_entry("a")))
+        second = await client.append(p.AppendParams(session_id=sid, entry=user_entry("b"), expected_leaf_id=first.id))
         assert isinstance(second, p.AppendResult) and second.parent_id == first.id
         with pytest.raises(LeafConflict):
-            await client.append(p.AppendParams(session_id=sid, entry=user("c"), expected_leaf_id=first.id))
+            await client.append(p.AppendParams(session_id=sid, entry=user_entry("c"), expected_leaf_id=first.id))
         await client.label(p.LabelParams(session_id=sid, target_id=first.id, label="start"))
         await client.set_name(p.SetNameParams(session_id=sid, name="n"))
         moved = await client.branch(p.BranchParams(session_id=sid, entry_id=first.id))
@@ -74,7 +71,7 @@ def test_sync_client_and_exit_code(sessions_dir: Path) -> None:
 def _turns(count: int) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for turn in range(count):
-        entries.append(user(f"Question {turn}: " + "why " * 30))
+        entries.append(user_entry(f"Question {turn}: " + "why " * 30))
         message = {"role": "assistant", "content": [{"type": "text", "text": "because " * 30}], "provider": "p",
                    "model": "m", "usage": {"totalTokens": 120}, "stopReason": "stop", "timestamp": 2}
         entries.append({"type": "message", "message": message})

@@ -9,9 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from test_beside_other_writers import Calls
-
-from support.daemon import RawDaemon
+from support.daemon import Calls, RawDaemon
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'

@@ -14,7 +14,8 @@ import pytest
 
 from sessiontree.protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION
 from support.daemon import RawDaemon, answered, frame, info, request
-from support.sessions import line, session_bytes, user
+from support.messages import line, user
+from support.sessions import session_bytes
 
 NOT_INITIALIZED, INVALID_REQUEST, INVALID_PARAMS, NOT_FOUND = -32002, -32600, -32602, -32010
 EXIT = {"jsonrpc": "2.0", "method": "exit"}

@@ -17,12 +17,9 @@ from sessiontree.errors import ALL_ERRORS
 from sessiontree.protocol import METHODS
 from sessiontree.server import HANDLERS
 from support.daemon import frame, info, request
+from support.messages import user_entry
 
 CWD = "/work/project"
-
-def user(text: str) -> dict[str, Any]:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
-
 
 def assistant(text: str) -> dict[str, Any]:
     message = {
@@ -80,8 +77,8 @@ async def test_create_open_info_close(client: LanguageClient, sessions_dir: Path
 
 
 async def test_append_context_and_tree(client: LanguageClient) -> None:
-    session_id, (first,) = await new_session(client, user("hello"))
-    batch = await call(client, "session/append", {"sessionId": session_id, "entries": [assistant("hi"), user("again")]})
+    session_id, (first,) = await new_session(client, user_entry("hello"))
+    batch = await call(client, "session/append", {"sessionId": session_id, "entries": [assistant("hi"), user_entry("again")]})
     assert [a["parentId"] for a in batch["appended"]] == [first, batch["appended"][0]["id"]]
     assert batch["leafId"] == batch["appended"][1]["id"]
 
@@ -104,7 +101,7 @@ async def test_append_context_and_tree(client: LanguageClient) -> None:
 
 
 async def test_context_in_llm_format(client: LanguageClient) -> None:
-    session_id, (first,) = await new_session(client, user("hello"))
+    session_id, (first,) = await new_session(client, user_entry("hello"))
     await call(client, "session/branch", {"sessionId": session_id, "entryId": first, "summary": "tried X"})
     llm = await call(client, "session/context", {"sessionId": session_id, "format": "llm"})
     assert [m["role"] for m in llm["messages"]] == ["user", "user"]
@@ -112,7 +109,7 @@ async def test_context_in_llm_format(client: LanguageClient) -> None:
 
 
 async def test_entries_by_ids_path_and_cursor(client: LanguageClient) -> None:
-    session_id, ids = await new_session(client, user("a"), assistant("b"), user("c"))
+    session_id, ids = await new_session(client, user_entry("a"), assistant("b"), user_entry("c"))
     by_id = await call(client, "session/entries", {"sessionId": session_id, "ids": [ids[1]]})
     assert [e["id"] for e in by_id["entries"]] == [ids[1]]
     path = await call(client, "session/entries", {"sessionId": session_id, "pathTo": ids[2]})
@@ -123,7 +120,7 @@ async def test_entries_by_ids_path_and_cursor(client: LanguageClient) -> None:
 
 
 async def test_branch_moves_the_leaf_with_and_without_summary(client: LanguageClient) -> None:
-    session_id, ids = await new_session(client, user("a"), assistant("b"))
+    session_id, ids = await new_session(client, user_entry("a"), assistant("b"))
     moved = await call(client, "session/branch", {"sessionId": session_id, "entryId": ids[0]})
     assert moved == {"leafId": ids[0]}
     summarised = await call(client, "session/branch", {"sessionId": session_id, "entryId": ids[0], "summary": "s"})
@@ -133,7 +130,7 @@ async def test_branch_moves_the_leaf_with_and_without_summary(client: LanguageCl
 
 
 async def test_fork_writes_a_new_session(client: LanguageClient) -> None:
-    session_id, ids = await new_session(client, user("a"), assistant("b"), user("c"))
+    session_id, ids = await new_session(client, user_entry("a"), assistant("b"), user_entry("c"))
     forked = await call(client, "session/fork", {"sessionId": session_id, "entryId": ids[1]})
     assert forked["sessionId"] != session_id and Path(forked["path"]).is_file()
     context = await call(client, "session/context", {"sessionId": forked["sessionId"]})
@@ -141,7 +138,7 @@ async def test_fork_writes_a_new_session(client: LanguageClient) -> None:
 
 
 async def test_label_and_set_name(client: LanguageClient) -> None:
-    session_id, (first,) = await new_session(client, user("a"))
+    session_id, (first,) = await new_session(client, user_entry("a"))
     labelled = await call(client, "session/label", {"sessionId": session_id, "targetId": first, "label": "start"})
     assert labelled["parentId"] == first
     named = await call(client, "session/setName", {"sessionId": session_id, "name": "  my session "})
@@ -152,8 +149,8 @@ async def test_label_and_set_name(client: LanguageClient) -> None:
 
 
 async def test_list_reports_progress(client: LanguageClient) -> None:
-    await new_session(client, user("first question"))
-    await new_session(client, user("second question"))
+    await new_session(client, user_entry("first question"))
+    await new_session(client, user_entry("second question"))
     client.progress_reports["list-1"] = []  # a client-chosen token needs no create request
     listed = await call(client, "session/list", {"cwd": CWD, "workDoneToken": "list-1"})
     assert sorted(s["firstMessage"] for s in listed["sessions"]) == ["first question", "second question"]
@@ -186,13 +183,13 @@ async def _session_not_found(client: LanguageClient, root: Path) -> JsonRpcExcep
 
 
 async def _entry_not_found(client: LanguageClient, root: Path) -> JsonRpcException:
-    session_id, _ = await new_session(client, user("a"))
+    session_id, _ = await new_session(client, user_entry("a"))
     return await failure(client, "session/context", {"sessionId": session_id, "leafId": "ffffffff"})
 
 
 async def _leaf_conflict(client: LanguageClient, root: Path) -> JsonRpcException:
-    session_id, (first, _) = await new_session(client, user("a"), assistant("b"))
-    return await failure(client, "session/append", {"sessionId": session_id, "entry": user("c"), "expectedLeafId": first})
+    session_id, (first, _) = await new_session(client, user_entry("a"), assistant("b"))
+    return await failure(client, "session/append", {"sessionId": session_id, "entry": user_entry("c"), "expectedLeafId": first})
 
 
 async def _path_outside_root(client: LanguageClient, root: Path) -> JsonRpcException:
@@ -229,7 +226,7 @@ async def _file_replaced(client: LanguageClient, root: Path) -> JsonRpcException
 
 async def _compacted(client: LanguageClient) -> tuple[str, str, list[str]]:
     """A session of two turns compacted at its end; returns its id, the compaction's id and the turn ids."""
-    session_id, ids = await new_session(client, user("a " * 50), assistant("b " * 50), user("c " * 50), assistant("d " * 50))
+    session_id, ids = await new_session(client, user_entry("a " * 50), assistant("b " * 50), user_entry("c " * 50), assistant("d " * 50))
     settings = {"keepRecentTokens": 30}
     prepared = await call(client, "session/prepareCompaction", {"sessionId": session_id, "settings": settings})
     commit = {"sessionId": session_id, "leafId": prepared["leafId"], "summary": "s", "settings": settings}
@@ -240,7 +237,7 @@ async def _compacted(client: LanguageClient) -> tuple[str, str, list[str]]:
 
 
 async def _summary_conflict(client: LanguageClient, root: Path) -> JsonRpcException:
-    session_id, ids = await new_session(client, user("a"), assistant("b"), user("c"))
+    session_id, ids = await new_session(client, user_entry("a"), assistant("b"), user_entry("c"))
     await call(client, "session/branch", {"sessionId": session_id, "entryId": ids[0]})
     params = {"sessionId": session_id, "targetId": ids[0], "fromId": ids[2], "summary": "left c"}
     return await failure(client, "session/commitBranchSummary", params)
@@ -252,7 +249,7 @@ async def _nothing_to_compact(client: LanguageClient, root: Path) -> JsonRpcExce
 
 
 async def _summarizer_unavailable(client: LanguageClient, root: Path) -> JsonRpcException:
-    session_id, _ = await new_session(client, user("a"))
+    session_id, _ = await new_session(client, user_entry("a"))
     return await failure(client, "session/compact", {"sessionId": session_id})
 
 
@@ -263,6 +260,19 @@ async def _summary_failed(client: LanguageClient, root: Path) -> JsonRpcExceptio
 
     error = _client_error(ResponseError(code=-32000, message="no model"))
     return JsonRpcException.from_error(types.ResponseError(code=error.code, message=error.message, data=error.data))
+
+
+async def _store_unavailable(client: LanguageClient, root: Path) -> JsonRpcException:
+    """A daemon of its own, named a store no server listens for: `initialize` says so."""
+    from support.daemon import RawDaemon, request
+
+    daemon = RawDaemon("--sessions-dir", str(root), "--store", f"postgresql://agent:s3cret-pw@/sessions?host={root}/no-server")
+    try:
+        error = daemon.call(request(0, "initialize", {"processId": None, "capabilities": {}}))["error"]
+    finally:
+        daemon.kill()
+    assert "s3cret" not in error["message"] and "s3cret" not in str(error["data"])
+    return JsonRpcException.from_error(types.ResponseError(code=error["code"], message=error["message"], data=error["data"]))
 
 
 ERROR_CASES = {
@@ -280,6 +290,7 @@ ERROR_CASES = {
     "SummarizerUnavailable": _summarizer_unavailable,
     "SummaryFailed": _summary_failed,
     "FileReplaced": _file_replaced,
+    "StoreUnavailable": _store_unavailable,
 }
 
 

@@ -15,10 +15,7 @@ import pytest_asyncio
 from sessiontree import protocol as p
 from sessiontree.client import SessionTreeClient
 from sessiontree.errors import LeafConflict
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+from support.messages import user_entry
 
 
 class Watcher:
@@ -46,7 +43,7 @@ async def pair(sessions_dir: Path) -> AsyncIterator[tuple[Watcher, Watcher, str,
     await a.client.start()
     await b.client.start()
     created = await a.client.create(p.CreateParams(cwd="/work/project"))
-    await a.client.append(p.AppendParams(created.session_id, entry=user("root")))
+    await a.client.append(p.AppendParams(created.session_id, entry=user_entry("root")))
     await b.client.open(p.OpenParams(created.path))
     yield a, b, created.session_id, created.path
     await a.client.stop()
@@ -56,7 +53,7 @@ async def pair(sessions_dir: Path) -> AsyncIterator[tuple[Watcher, Watcher, str,
 async def test_a_subscribed_client_hears_of_the_other_daemons_appends_unasked(pair: Any) -> None:
     a, b, sid, _ = pair
     await a.client.subscribe(p.SessionParams(sid))
-    appended = await b.client.append(p.AppendParams(sid, entry=user("from b")))
+    appended = await b.client.append(p.AppendParams(sid, entry=user_entry("from b")))
     changes = await a.wait_for(1)
     assert [e["id"] for change in changes for e in change["entries"]] == [appended.id]
     assert changes[0]["entries"][0]["message"]["content"] == "from b"
@@ -66,8 +63,8 @@ async def test_a_subscribed_client_hears_of_the_other_daemons_appends_unasked(pa
 async def test_the_leaf_stays_put_when_the_other_writer_branches_elsewhere(pair: Any) -> None:
     a, b, sid, _ = pair
     root = (await a.client.info(p.SessionParams(sid))).leaf_id
-    mine = await a.client.append(p.AppendParams(sid, entry=user("a's line")))
-    await b.client.append(p.AppendParams(sid, entry=user("b's branch"), parent_id=root))
+    mine = await a.client.append(p.AppendParams(sid, entry=user_entry("a's line")))
+    await b.client.append(p.AppendParams(sid, entry=user_entry("b's branch"), parent_id=root))
     info = await a.client.info(p.SessionParams(sid))  # a request takes others' entries in, subscribed or not
     assert info.leaf_id == mine.id
     changes = await a.wait_for(1)
@@ -77,9 +74,9 @@ async def test_the_leaf_stays_put_when_the_other_writer_branches_elsewhere(pair:
 async def test_a_stale_view_is_a_conflict_not_a_silent_fork(pair: Any) -> None:
     a, b, sid, _ = pair
     seen = (await a.client.info(p.SessionParams(sid))).leaf_id
-    await b.client.append(p.AppendParams(sid, entry=user("b moved on")))
+    await b.client.append(p.AppendParams(sid, entry=user_entry("b moved on")))
     try:
-        await a.client.append(p.AppendParams(sid, entry=user("stale"), expected_leaf_id=seen))
+        await a.client.append(p.AppendParams(sid, entry=user_entry("stale"), expected_leaf_id=seen))
     except LeafConflict as conflict:
         assert conflict.data["currentLeafId"] != seen
     else:
@@ -105,7 +102,7 @@ async def test_both_daemons_and_plain_writers_end_with_the_same_tree(pair: Any) 
     async def daemon_writer(watcher: Watcher, count: int) -> list[str]:
         ids = []
         for n in range(count):
-            ids.append((await watcher.client.append(p.AppendParams(sid, entry=user(f"{n}")))).id)
+            ids.append((await watcher.client.append(p.AppendParams(sid, entry=user_entry(f"{n}")))).id)
         return ids
 
     writers = [asyncio.to_thread(plain_writer, 100, tag) for tag in ("w1", "w2")]

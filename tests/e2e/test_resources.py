@@ -6,33 +6,25 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-import pytest
-from test_beside_other_writers import HEADER, Calls, line, session_file, start_writer, user
-
-from support.daemon import RawDaemon, frame, info, request
+from support.daemon import Calls, RawDaemon, frame, info, request
+from support.messages import line, plain_user
+from support.pi_writer import start_writer
+from support.sessions import SESSION_FILE_HEADER, session_file
 
 DEPTH = 1000  # Node's parser takes it, so pi does
 
 
-@pytest.fixture
-def calls(daemon: RawDaemon) -> Calls:
-    return Calls(daemon)
-
-
 def test_a_session_line_nested_a_thousand_deep_opens_and_lists(calls: Calls, sessions_dir: Path) -> None:
-    path = session_file(sessions_dir, "deep.jsonl", user("a0000001", None))
+    path = session_file(sessions_dir, "deep.jsonl", plain_user("a0000001", None))
     with path.open("ab") as out:  # nested as deep as Node's parser takes, with a lone surrogate as JS writes it
         out.write(b'{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-01-01T00:00:00.000Z",'
                   b'"message":{"role":"user","content":"deep","details":' + b"[" * DEPTH + b'"\\ud800"' + b"]" * DEPTH
                   + b',"timestamp":1}}\n')
-        out.write(line(user("a0000003", "a0000002")))
+        out.write(line(plain_user("a0000003", "a0000002")))
     opened = calls.result("session/open", {"path": str(path)})
     assert opened["entryCount"] in (2, 3)  # read, or reported as malformed: never an internal error
     assert all(w["kind"] == "malformed" for w in opened["warnings"])
@@ -60,43 +52,26 @@ def test_a_content_length_no_body_can_have_does_not_swallow_what_follows(daemon:
 def test_a_client_that_stops_reading_does_not_grow_the_daemon(sessions_dir: Path) -> None:
     """A subscribed session's file grows by 96 MB while the client reads nothing: what others
     appended waits in the file, not in the daemon's output queue."""
-    path = session_file(sessions_dir, "s.jsonl", user("a0000001", None))
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(sessions_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert daemon.stdin is not None and daemon.stdout is not None
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
+    daemon = RawDaemon("--sessions-dir", str(sessions_dir), reader=False)
     try:
         for message in (
             request(0, "initialize", {"processId": None, "capabilities": {}}),
             request(1, "session/open", {"path": str(path)}),
         ):
-            daemon.stdin.write(frame(message))
-            daemon.stdin.flush()
-            opened = _read_frame(daemon.stdout)
+            daemon.send_message(message)
+            opened = daemon.read_frame()
         sid = opened["result"]["sessionId"]
-        daemon.stdin.write(frame(request(2, "session/subscribe", {"sessionId": sid})))
-        daemon.stdin.flush()
-        _read_frame(daemon.stdout)
-        before = _rss_mb(daemon.pid)
+        daemon.send_message(request(2, "session/subscribe", {"sessionId": sid}))
+        daemon.read_frame()
+        before = _rss_mb(daemon.process.pid)
         assert start_writer(path, 96, 1_000_000, "a0000001").wait(60) == 0  # 96 MB, nobody reading
         time.sleep(2.0)  # several file checks
-        grown = _rss_mb(daemon.pid) - before
+        grown = _rss_mb(daemon.process.pid) - before
         assert grown < 48, f"the daemon grew by {grown:.0f} MB while its client read nothing"
-        assert daemon.poll() is None
+        assert daemon.process.poll() is None
     finally:
         daemon.kill()
-        daemon.wait()
-
-
-def _read_frame(stream: object) -> dict:
-    header = b""
-    while not header.endswith(b"\r\n\r\n"):
-        header += stream.read(1)  # type: ignore[attr-defined]
-    length = int(header.split(b":")[1].split(b"\r\n")[0])
-    return orjson.loads(stream.read(length))  # type: ignore[attr-defined]
 
 
 def _rss_mb(pid: int) -> float:
@@ -123,14 +98,14 @@ def test_listing_a_session_with_a_line_of_two_hundred_megabytes_is_answered(call
 def test_with_no_file_descriptors_left_listing_is_an_error_not_an_empty_list(
     start_daemon: Callable[..., RawDaemon], sessions_dir: Path
 ) -> None:
-    paths = [session_file(sessions_dir, f"s{n:03d}.jsonl", user("a0000001", None)) for n in range(64)]
+    paths = [session_file(sessions_dir, f"s{n:03d}.jsonl", plain_user("a0000001", None)) for n in range(64)]
     daemon = _daemon_with_fd_limit(sessions_dir, 40)
     try:
         calls = Calls(daemon)
         daemon.initialize()
         for number, path in enumerate(paths):
             header_id = f"s{number:03d}"
-            path.write_bytes(line({**HEADER, "id": header_id}) + line(user("a0000001", None)))
+            path.write_bytes(line({**SESSION_FILE_HEADER, "id": header_id}) + line(plain_user("a0000001", None)))
             answer = calls.answer("session/open", {"path": str(path)})
             if "error" in answer:
                 assert answer["error"]["code"] == -32017, answer  # out of descriptors: said so
@@ -147,18 +122,7 @@ def _daemon_with_fd_limit(sessions_dir: Path, limit: int) -> RawDaemon:
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-    daemon = RawDaemon.__new__(RawDaemon)
-    original = subprocess.Popen
-
-    def popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
-        return original(*args, preexec_fn=limited, **kwargs)  # type: ignore[call-overload]
-
-    subprocess.Popen = popen  # type: ignore[misc]
-    try:
-        RawDaemon.__init__(daemon, "--sessions-dir", str(sessions_dir))
-    finally:
-        subprocess.Popen = original  # type: ignore[misc]
-    return daemon
+    return RawDaemon("--sessions-dir", str(sessions_dir), preexec=limited)
 
 
 def test_sigterm_during_a_fork_leaves_no_temporary_file(start_daemon: Callable[..., RawDaemon], sessions_dir: Path) -> None:
@@ -167,7 +131,7 @@ def test_sigterm_during_a_fork_leaves_no_temporary_file(start_daemon: Callable[.
         parent = None
         for number in range(40_000):
             entry_id = f"b{number:07d}"
-            out.write(line(user(entry_id, parent, "y" * 200)))
+            out.write(line(plain_user(entry_id, parent, "y" * 200)))
             parent = entry_id
     for delay in (0.0, 0.05, 0.2):
         daemon = start_daemon("--sessions-dir", str(sessions_dir))

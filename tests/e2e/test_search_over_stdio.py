@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_beside_other_writers import Calls, line, session_file, user
 
-from support.daemon import RawDaemon, request
+from support.daemon import Calls, RawDaemon, request
+from support.messages import line, plain_user
+from support.sessions import session_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 
@@ -36,7 +37,7 @@ def _ids(result: dict[str, Any]) -> list[str]:
 
 def test_search_finds_filters_and_marks_the_leafs_path(searching: Calls, sessions_dir: Path) -> None:
     demo = _demo(sessions_dir)
-    other = session_file(sessions_dir, "other.jsonl", user("a0000001", None, "a ValueError elsewhere"))
+    other = session_file(sessions_dir, "other.jsonl", plain_user("a0000001", None, "a ValueError elsewhere"))
     found = searching.result("session/search", {"query": "ValueError"})
     assert {hit["path"] for hit in found["hits"]} == {str(demo), str(other)}
     assert found["indexed"]["filesReindexed"] == 2 and found["indexed"]["entriesAdded"] == 17
@@ -58,7 +59,7 @@ def test_search_finds_filters_and_marks_the_leafs_path(searching: Calls, session
 
 
 def test_pages_follow_the_cursor_and_new_lines_are_found(searching: Calls, sessions_dir: Path) -> None:
-    path = session_file(sessions_dir, "many.jsonl", *[user(f"a{n:07d}", None, f"needle {n}") for n in range(25)])
+    path = session_file(sessions_dir, "many.jsonl", *[plain_user(f"a{n:07d}", None, f"needle {n}") for n in range(25)])
     first = searching.result("session/search", {"query": "needle", "limit": 10})
     seen = _ids(first)
     cursor = first["cursor"]
@@ -68,14 +69,14 @@ def test_pages_follow_the_cursor_and_new_lines_are_found(searching: Calls, sessi
         cursor = page["cursor"]
     assert sorted(seen) == [f"a{n:07d}" for n in range(25)]
     with path.open("ab") as out:  # another process, pi for instance, appends
-        out.write(line(user("b0000001", "a0000024", "a haystack")))
+        out.write(line(plain_user("b0000001", "a0000024", "a haystack")))
     again = searching.result("session/search", {"query": "haystack"})
     assert _ids(again) == ["b0000001"] and again["indexed"]["filesAppended"] == 1
 
 
 def test_progress_is_reported_with_a_token(searching: Calls, sessions_dir: Path) -> None:
     for n in range(3):
-        session_file(sessions_dir, f"s{n}.jsonl", user("a0000001", None, "word"))
+        session_file(sessions_dir, f"s{n}.jsonl", plain_user("a0000001", None, "word"))
     daemon = searching.daemon
     daemon.send_message(request(99, "session/search", {"query": "word", "workDoneToken": "search-1"}))
     seen: list[dict[str, Any]] = []

@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from support.lsp import make_client, server_command
+from support.messages import user_entry
 
 CWD = "/work/project"
 SUMMARIZE = "sessiontree/summarize"
@@ -77,10 +78,6 @@ async def call(client: LanguageClient, method: str, params: Any) -> Any:
     return await client.protocol.send_request_async(method, params)
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
-
-
 def assistant(text: str, path: str | None = None) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     if path is not None:
@@ -94,7 +91,7 @@ async def conversation(client: LanguageClient, turns: int = 4) -> tuple[str, lis
     session_id = (await call(client, "session/create", {"cwd": CWD}))["sessionId"]
     ids = []
     for turn in range(turns):
-        for entry in (user(f"Question {turn}: " + "why " * 30), assistant(f"Answer {turn}: " + "because " * 30, f"src/{turn}.py")):
+        for entry in (user_entry(f"Question {turn}: " + "why " * 30), assistant(f"Answer {turn}: " + "because " * 30, f"src/{turn}.py")):
             ids.append((await call(client, "session/append", {"sessionId": session_id, "entry": entry}))["id"])
     return session_id, ids
 
@@ -124,7 +121,7 @@ async def test_compact_round_trip_commits_the_clients_summary(summarising: tuple
 async def test_a_split_turn_needs_both_answers(summarising: tuple[LanguageClient, Summariser]) -> None:
     client, summariser = summarising
     session_id = (await call(client, "session/create", {"cwd": CWD}))["sessionId"]
-    for entry in (user("Do it all."), assistant("step " * 80, "a.py"), assistant("more " * 80, "b.py"), assistant("done " * 80)):
+    for entry in (user_entry("Do it all."), assistant("step " * 80, "a.py"), assistant("more " * 80, "b.py"), assistant("done " * 80)):
         await call(client, "session/append", {"sessionId": session_id, "entry": entry})
     settings = SETTINGS | {"keepRecentTokens": 40}
     summariser.respond = lambda params: {"summary": "History only."}
@@ -209,7 +206,7 @@ async def test_appends_racing_a_compaction_are_kept(summarising: tuple[LanguageC
 
     async def append_meanwhile(params: dict[str, Any]) -> Any:
         for text in ("meanwhile one", "meanwhile two"):
-            raced.append((await call(client, "session/append", {"sessionId": session_id, "entry": user(text)}))["id"])
+            raced.append((await call(client, "session/append", {"sessionId": session_id, "entry": user_entry(text)}))["id"])
         return {"summary": "Summary."}
 
     summariser.respond = append_meanwhile

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_beside_other_writers import Calls, line, session_file, user
-
-from support.daemon import RawDaemon, frame
+from support.daemon import Calls, RawDaemon, frame
+from support.messages import line, plain_user
+from support.sessions import session_file
 
 BRANCH_EVERY = 997  # entries between branch points
 
@@ -19,7 +19,7 @@ def _big_session(root: Path, count: int) -> Path:
         parent = None
         for seq in range(count):
             entry_id = f"e{seq:07d}"
-            out.write(line(user(entry_id, parent, f"question {seq}")))
+            out.write(line(plain_user(entry_id, parent, f"question {seq}")))
             # now and then the next entry resumes two entries back: a branch point
             parent = f"e{seq - 1:07d}" if seq % BRANCH_EVERY == 0 and seq > 0 else entry_id
     return path

@@ -1,12 +1,14 @@
-"""A daemon driven with raw bytes, for wire tests that a well-behaved client cannot express.
+"""The daemon as the tests drive it: a `serve` process on pipes, fed raw bytes.
 
-Its output is parsed strictly (`Content-Length: N\\r\\n\\r\\n` exactly), so the tests also check
-that the daemon frames its own messages correctly.
+Wire tests send what a well-behaved client cannot express; `Calls` makes numbered requests for
+the tests that only want answers. Output is parsed strictly (`Content-Length: N\\r\\n\\r\\n`
+exactly), so every test also checks that the daemon frames its own messages correctly.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import queue
 import subprocess
@@ -47,7 +49,16 @@ class OutputError(AssertionError):
 
 
 class RawDaemon:
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        reader: bool = True,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        """`reader=False`: nothing reads the output until the test calls `read_frame` (a client
+        that stops reading); else a thread queues every message for `next`. `preexec` runs in the
+        child before the daemon starts (a resource limit, say)."""
         command = [sys.executable, "-m", "sessiontree", "serve", *args]
         self.process = subprocess.Popen(
             command,
@@ -55,10 +66,12 @@ class RawDaemon:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})},
+            preexec_fn=preexec,
         )
         self.messages: queue.Queue[Any] = queue.Queue()
         self._stderr: list[bytes] = []
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        if reader:
+            threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
     # ----------------------------------------------------------------- I/O
@@ -78,16 +91,27 @@ class RawDaemon:
         assert out is not None
         while line := out.readline():
             try:
-                if not line.startswith(b"Content-Length: ") or not line.endswith(b"\r\n"):
-                    raise OutputError(f"bad header line from the daemon: {line!r}")
-                length = int(line[16:-2])
-                if (blank := out.readline()) != b"\r\n":
-                    raise OutputError(f"expected a blank line, got {blank!r}")
-                self.messages.put(self.parse(out.read(length)))
+                self.messages.put(self._body_after(line))
             except Exception as exc:  # surfaced by next()
                 self.messages.put(self._output_error(exc, line))
                 return
         self._output_ended()
+
+    def _body_after(self, line: bytes) -> Any:
+        """The message a header line starts, read to its end."""
+        out = self.process.stdout
+        assert out is not None
+        if not line.startswith(b"Content-Length: ") or not line.endswith(b"\r\n"):
+            raise OutputError(f"bad header line from the daemon: {line!r}")
+        length = int(line[16:-2])
+        if (blank := out.readline()) != b"\r\n":
+            raise OutputError(f"expected a blank line, got {blank!r}")
+        return self.parse(out.read(length))
+
+    def read_frame(self) -> Any:
+        """The next message, read now (for a daemon started with `reader=False`)."""
+        assert self.process.stdout is not None
+        return self._body_after(self.process.stdout.readline())
 
     def _read_stderr(self) -> None:
         err = self.process.stderr
@@ -162,6 +186,35 @@ class RawDaemon:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+class Calls:
+    """Numbered requests to one daemon; `result` insists on success, `error` returns the error."""
+
+    def __init__(self, daemon: RawDaemon) -> None:
+        self.daemon = daemon
+        self.ids = itertools.count(1)
+
+    def answer(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
+        message = request(next(self.ids), method, params)
+        self.daemon.send_message(message)
+        return self.receive(timeout)
+
+    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next response (notifications skipped)."""
+        while "id" not in (response := self.daemon.next(timeout)) or "method" in response:
+            pass
+        return response
+
+    def result(self, method: str, params: Any) -> Any:
+        response = self.answer(method, params)
+        assert "result" in response, response
+        return response["result"]
+
+    def error(self, method: str, params: Any) -> dict[str, Any]:
+        response = self.answer(method, params)
+        assert "error" in response, response
+        return response["error"]
 
 
 def answered(messages: list[dict[str, Any]]) -> list[tuple[Any, int | None]]:

@@ -1,14 +1,15 @@
-"""Builders of session files for tests: lines as pi writes them, and ready-made entries."""
+"""Session files for tests: headers, whole files from entries (support/messages builds those), and
+storages another writer changes behind the daemon's back."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sessiontree.store import FileStorage, MemoryStorage, Storage
+from support.messages import line
 
 from . import postgres
 
@@ -22,35 +23,26 @@ HEADER: dict[str, Any] = {
 }
 
 
-def line(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
-def ts(second: int) -> str:
-    return f"2025-01-01T00:{second // 60:02d}:{second % 60:02d}.000Z"
-
-
-def user(entry_id: str, parent: str | None, text: str, second: int = 1) -> dict[str, Any]:
-    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1735689600000 + second * 1000}
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts(second), "message": message}
-
-
-def assistant(entry_id: str, parent: str | None, text: str, second: int = 2, model: str = "m1") -> dict[str, Any]:
-    message = {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": model,
-        "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-        "stopReason": "stop",
-        "timestamp": 1735689600000 + second * 1000,
-    }
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts(second), "message": message}
-
-
 def session_bytes(*entries: dict[str, Any], header: dict[str, Any] | None = None) -> bytes:
     return line(header or HEADER) + b"".join(line(entry) for entry in entries)
+
+
+# The header `session_file` writes: a session of the cwd /w.
+SESSION_FILE_HEADER: dict[str, Any] = {
+    "type": "session",
+    "version": 3,
+    "id": "beside-pi",
+    "timestamp": "2026-01-01T00:00:00.000Z",
+    "cwd": "/w",
+}
+
+
+def session_file(root: Path, name: str = "s.jsonl", *entries: dict[str, Any]) -> Path:
+    """A session file in pi's layout under `root` (`--w--/<name>`), for a daemon to open."""
+    path = root / "--w--" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(line(SESSION_FILE_HEADER) + b"".join(line(e) for e in entries))
+    return path
 
 
 StorageFactory = Callable[[bytes], Storage]

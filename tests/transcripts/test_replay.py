@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.errors import ALL_ERRORS, FileReplaced
+from sessiontree.errors import ALL_ERRORS, FileReplaced, StoreUnavailable
 from sessiontree.protocol import METHODS
 from support.replay import load_transcript, replay
 
@@ -15,9 +15,10 @@ HERE = Path(__file__).parent
 TRANSCRIPTS = sorted(HERE.glob("*.jsonl"))
 
 # Codes of protocol.md's table that a client can provoke (-32603 is a bug by definition; FileReplaced
-# takes another program changing the file mid-conversation: tests/e2e provokes it).
+# takes another program changing the file mid-conversation, StoreUnavailable a daemon started on a
+# PostgreSQL store that is down: tests/e2e provokes both).
 PROVOKABLE_CODES = {-32700, -32600, -32601, -32602, -32002, -32800} | {
-    cls.code for cls in ALL_ERRORS if cls is not FileReplaced
+    cls.code for cls in ALL_ERRORS if cls not in (FileReplaced, StoreUnavailable)
 }
 
 

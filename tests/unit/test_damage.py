@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from sessiontree.store import MemoryStorage, Session
-from support.sessions import assistant, line, session_bytes, user
+from support.messages import assistant, line, user
+from support.sessions import session_bytes
 
 ENTRIES = [user("e0000001", None, "q1"), assistant("e0000002", "e0000001", "a1 ünïcødé"), user("e0000003", "e0000002", "q2")]
 DATA = session_bytes(*ENTRIES)

@@ -13,6 +13,7 @@ from sessiontree import export
 from sessiontree import protocol as p
 from sessiontree.errors import EntryNotFound
 from sessiontree.service import ServiceConfig, SessionService
+from support.messages import user_entry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> & "quotes"'
@@ -51,10 +52,6 @@ def _assert_inert(page: str) -> _Markup:
     return markup
 
 
-def _user(text: str) -> dict:
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
-
-
 def test_markdown_of_the_path_reads_as_the_conversation(service: SessionService) -> None:
     sid = _open(service)
     result = service.export(p.ExportParams(sid, "markdown"))
@@ -83,7 +80,7 @@ def test_a_code_block_in_a_tool_result_gets_a_longer_fence() -> None:
 
 def test_html_is_one_page_with_nothing_from_the_session_as_markup(service: SessionService) -> None:
     sid = _open(service)
-    service.append(p.AppendParams(sid, entry=_user(HOSTILE)))
+    service.append(p.AppendParams(sid, entry=user_entry(HOSTILE)))
     page = service.export(p.ExportParams(sid, "html", scope="tree")).content
     assert page.startswith("<!DOCTYPE html>") and "default-src 'none'" in page
     markup = _assert_inert(page)

@@ -14,7 +14,8 @@ from sessiontree.errors import StorageError
 from sessiontree.protocol import UNSET
 from sessiontree.store import FileStorage, MemoryStorage, Session
 from support.faults import CrashingStorage, FailingStorage
-from support.sessions import HEADER, line
+from support.messages import line
+from support.sessions import HEADER
 
 SEEDS = range(200)
 

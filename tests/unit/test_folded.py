@@ -22,7 +22,8 @@ from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
 from sessiontree.tree.folded import FoldedTree, Shape
-from support.sessions import PI_QUIRK_CASES, assistant, session_bytes, user
+from support.messages import assistant, user
+from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
 def unfolded(tree: FoldedTree) -> list[int]:
@@ -32,7 +33,7 @@ def unfolded(tree: FoldedTree) -> list[int]:
 def check(session: Session, shape: Shape | None = None) -> FoldedTree:
     index = session.index
     tree = FoldedTree(index, shape or Shape())
-    warnings: list[p.Warning] = []
+    warnings: list[p.FileWarning] = []
     flat = flat_tree(index, lambda seq: None, warnings)
     on_cycle = {w.entry_id for w in warnings if w.kind == "cycle"} if warnings else set()
     expected = [index.by_id[node.id] for node in flat]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.protocol import Warning
+from sessiontree.file_warning import FileWarning
 from sessiontree.store import FileStorage, Session, file_version, migrate_file
 from support.sessions import PI_QUIRK_CASES
 
@@ -27,7 +27,7 @@ def _version(path: Path) -> int | None:
         storage.close()
 
 
-def _migrate(path: Path, version: int) -> Warning:
+def _migrate(path: Path, version: int) -> FileWarning:
     """As the daemon does it: under the file's lock, the sessions root being the file's directory."""
     storage = FileStorage(path)
     try:

@@ -10,7 +10,8 @@ import pytest
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import ContextCache, build_context, convert_to_llm
 from sessiontree.tree.projection import _build_by_walking
-from support.sessions import assistant, session_bytes, ts, user
+from support.messages import assistant, ts, user
+from support.sessions import session_bytes
 
 
 def _session(*entries: dict[str, Any]) -> Session:

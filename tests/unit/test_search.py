@@ -22,7 +22,8 @@ from sessiontree.search import refresh as refresh_module
 from sessiontree.search.database import SCHEMA_VERSION
 from sessiontree.store import FileStorage, Session, confined, migrate_file
 from sessiontree.tree.projection import walk_path
-from support.sessions import HEADER, PI_QUIRK_CASES, assistant, line, ts, user
+from support.messages import assistant, line, ts, user
+from support.sessions import HEADER, PI_QUIRK_CASES
 
 PROJECT = "/home/user/project"
 OTHER = "/home/user/other"

@@ -358,7 +358,8 @@ def test_the_context_on_the_wire_after_appends_is_what_a_fresh_open_sends(servic
 
 
 def test_a_fork_ends_every_line_even_when_the_source_file_does_not(service: SessionService, root: Path) -> None:
-    from support.sessions import assistant, session_bytes, user
+    from support.messages import assistant, user
+    from support.sessions import session_bytes
 
     target = root / "proj" / "unended.jsonl"
     target.parent.mkdir()

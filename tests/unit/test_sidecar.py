@@ -15,13 +15,15 @@ import pytest
 
 from sessiontree.config import InitOptions, parse_init_options, resolve_index_dir
 from sessiontree.errors import NotASessionFile
-from sessiontree.protocol import ContextParams, ForkParams, OpenParams, SessionParams
+from sessiontree.file_warning import FileWarning
+from sessiontree.protocol import ContextParams, ForkParams, OpenParams, SessionParams, to_wire
 from sessiontree.service import ServiceConfig, SessionService
-from sessiontree.store import FileStorage, MemoryStorage, Session, file_version
+from sessiontree.store import FileStorage, MemoryStorage, Session, file_version, sidecar
 from sessiontree.store.sidecar import MAGIC, sidecar_path
 from sessiontree.tree import flat_tree
 from support.equivalence import assert_indexed_alike
-from support.sessions import PI_QUIRK_CASES, assistant, line, session_bytes, user
+from support.messages import assistant, line, user
+from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
 def _version(path: Path) -> int | None:
@@ -358,16 +360,25 @@ def _rewrite(side: Path, change_meta: Any = None) -> None:
     "change",
     [
         lambda meta: meta.update(warnings=[{"kind": 5}]),
+        lambda meta: meta.update(warnings=[{"kind": "malformed", "message": "m", "entryId": 5}]),
         lambda meta: meta.update(orphans=[[10_000, "x"]]),
         lambda meta: meta.update(kinds="not a table"),
         lambda meta: meta.update(codecs=["lines", "morse"]),
     ],
-    ids=["warning-of-the-wrong-shape", "orphan-past-the-end", "kinds-not-a-table", "unknown-codec"],
+    ids=["warning-of-the-wrong-shape", "warning-entry-id-not-a-string", "orphan-past-the-end", "kinds-not-a-table", "unknown-codec"],
 )
 def test_a_sidecar_with_a_checksum_that_holds_but_odd_metadata_is_refused(tmp_path: Path, change: Any) -> None:
     path, side = _saved(tmp_path)
     _rewrite(side, change_meta=change)
     _not_used(path, side)
+
+
+def test_warnings_are_kept_under_the_keys_the_wire_gives_them() -> None:
+    """The sidecar has its own codec, writing what the wire's converter wrote before it: sidecars
+    saved by earlier daemons read the same."""
+    for warning in (FileWarning("duplicate-id", "seen twice", 3, "e1", "/s.jsonl"), FileWarning("malformed", "bad")):
+        assert sidecar._warning_json(warning) == to_wire(warning)
+        assert sidecar._warning(to_wire(warning)) == warning
 
 
 def test_the_rewrite_helper_leaves_a_usable_sidecar_when_it_changes_nothing(tmp_path: Path) -> None:

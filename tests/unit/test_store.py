@@ -8,16 +8,14 @@ import pytest
 
 from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
 from sessiontree.store import FileStorage, MemoryStorage, Session
+from support.messages import assistant, line, user
 from support.sessions import (
     HEADER,
     StorageFactory,
-    assistant,
     contents,
-    line,
     other_writer_appends,
     other_writer_truncates,
     session_bytes,
-    user,
 )
 
 VALID = session_bytes(user("e0000001", None, "q1"), assistant("e0000002", "e0000001", "a1"))

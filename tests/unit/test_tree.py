@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessiontree.protocol import Warning
+from sessiontree.file_warning import FileWarning
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import flat_tree
-from support.sessions import assistant, line, session_bytes, ts, user
+from support.messages import assistant, line, ts, user
+from support.sessions import session_bytes
 
 
-def _tree(*entries: dict[str, Any], data: bytes | None = None) -> tuple[list[Any], list[Warning]]:
+def _tree(*entries: dict[str, Any], data: bytes | None = None) -> tuple[list[Any], list[FileWarning]]:
     session = Session.load(MemoryStorage(data or session_bytes(*entries)))
-    warnings: list[Warning] = []
+    warnings: list[FileWarning] = []
     return flat_tree(session.index, lambda node: None, warnings), warnings
 
 

@@ -8,14 +8,42 @@ relative to the root, is the session's name.
 from __future__ import annotations
 
 import builtins  # `list` in the class body below is Backend.list
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..protocol import SessionSummary, Warning
+from ..file_warning import FileWarning
+from ..search import LeafPath, RefreshStats, SearchPage, Syntax
+from ..session_summary import SessionSummary
 from ..store import Session, Storage
 
 Progress = Callable[[int, int], None]
+
+
+class SearchIndex(Protocol):
+    """Full-text search over the sessions of a store (protocol.md, `session/search`)."""
+
+    def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> RefreshStats:
+        """Bring the index up to date with the sessions; safe in a worker thread while searches go on."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        syntax: Syntax = "fts",
+        cwd: str | None = None,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        leaf_path: LeafPath | None = None,
+    ) -> SearchPage:
+        """A page of hits, best first (InvalidParams for a query, filter or cursor not valid)."""
+
+    def close(self) -> None: ...
 
 
 class ChangeFeed(Protocol):
@@ -49,7 +77,7 @@ class Backend(Protocol):
     def directory_for(self, cwd: str) -> Path:
         """pi's directory of a project's sessions."""
 
-    def load(self, path: Path, warnings: list[Warning]) -> Session:
+    def load(self, path: Path, warnings: list[FileWarning]) -> Session:
         """Open a session for reading and appending (migrated first if its format is older)."""
 
     def load_readonly(self, path: Path) -> Session | None:
@@ -66,5 +94,8 @@ class Backend(Protocol):
 
     def paths(self, cwd: str) -> builtins.list[Path]:
         """The sessions of one project."""
+
+    def search_index(self) -> SearchIndex:
+        """A full-text index of the sessions, for the caller to close (StorageError when there can be none)."""
 
     def close(self) -> None: ...

@@ -10,15 +10,18 @@ import builtins  # `list` in the class body below is FileBackend.list
 import contextlib
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .. import protocol
 from ..errors import FileReplaced, SessionTreeError, StorageError
+from ..file_warning import FileWarning
 from ..listing import list_sessions, session_files, subdirectories
 from ..paths import SessionsRoot
-from ..protocol import SessionSummary, Warning
+from ..search import LeafPath, RefreshStats, SearchPage, Syntax, index_path
+from ..search import SearchIndex as SqliteIndex
+from ..session_summary import SessionSummary
 from ..store import Durability, FileStorage, Session, confined, file_version, migrate_file
+from ..store.migrate import CURRENT_VERSION
 from ..store.sidecar import sidecar_path
 from . import ChangeFeed, Progress
 
@@ -54,7 +57,7 @@ class FileBackend:
 
     # ------------------------------------------------------------------ opening
 
-    def load(self, path: Path, warnings: list[Warning]) -> Session:
+    def load(self, path: Path, warnings: list[FileWarning]) -> Session:
         """Open, migrate if needed, and scan; a file replaced meanwhile (migrated by us or by another
         daemon while we waited for its lock) is opened again."""
         try:
@@ -72,12 +75,12 @@ class FileBackend:
             raise StorageError(f"could not open {path}: {exc.strerror or exc}", path=str(path)) from None
         raise FileReplaced("the file kept being replaced while it was opened; try again", path=str(path))
 
-    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[Warning]) -> Session | None:
+    def _load_locked(self, storage: FileStorage, path: Path, warnings: list[FileWarning]) -> Session | None:
         with storage.lock():
             if storage.replaced():
                 return None
             version = file_version(storage)
-            if version is not None and version < protocol.FORMAT_VERSION:
+            if version is not None and version < CURRENT_VERSION:
                 sync = self.durability == "fsync"
                 warnings.append(migrate_file(self.root, path, storage, version, sync=sync))
                 return None
@@ -148,5 +151,45 @@ class FileBackend:
     def paths(self, cwd: str) -> builtins.list[Path]:
         return session_files(self.root, [self.directory_for(cwd)])
 
+    def search_index(self) -> FileSearch:
+        """The SQLite index of the root, in the cache directory beside the sidecars."""
+        if self.index_dir is None:
+            raise StorageError("search needs a cache directory: indexDir is turned off", path=str(self.root))
+        return FileSearch(SqliteIndex(index_path(self.index_dir, self.root)), self.root)
+
     def close(self) -> None:
         pass
+
+
+class FileSearch:
+    """The SQLite index of the files under one root, as the backend's search index."""
+
+    def __init__(self, index: SqliteIndex, root: Path) -> None:
+        self.index = index
+        self.root = root
+
+    def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> RefreshStats:
+        return self.index.refresh(self.root, progress=progress, cancelled=cancelled)
+
+    def search(
+        self,
+        query: str,
+        *,
+        syntax: Syntax = "fts",
+        cwd: str | None = None,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        leaf_path: LeafPath | None = None,
+    ) -> SearchPage:
+        return self.index.search(
+            query, syntax=syntax, cwd=cwd, session=session, roles=roles, types=types, since_ms=since_ms,
+            until_ms=until_ms, limit=limit, cursor=cursor, leaf_path=leaf_path,
+        )
+
+    def close(self) -> None:
+        self.index.close()

@@ -16,7 +16,7 @@ from itertools import accumulate
 from typing import Any, TypeVar, overload
 
 from ..entries import Node, js_trim
-from ..protocol import Warning
+from ..file_warning import FileWarning
 from .columns import Codes, SparseCodes
 
 T = TypeVar("T")
@@ -206,14 +206,14 @@ class SessionIndex:
 
     # ------------------------------------------------------------------ adding
 
-    def add(self, node: Node, line: int, warnings: list[Warning], follow_leaf: bool = False) -> None:
+    def add(self, node: Node, line: int, warnings: list[FileWarning], follow_leaf: bool = False) -> None:
         """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
         leaf = self.leaf_id
         self.add_all([node], [line], warnings)
         if follow_leaf and node.parent_id != leaf:
             self.leaf_id = leaf
 
-    def add_all(self, nodes: list[Node], lines: Sequence[int], warnings: list[Warning]) -> None:
+    def add_all(self, nodes: list[Node], lines: Sequence[int], warnings: list[FileWarning]) -> None:
         """Index entries in file order (`lines`: their line numbers), the leaf moving to the last."""
         if not nodes:
             return
@@ -239,7 +239,7 @@ class SessionIndex:
         lengths: Sequence[int],
         settings: list[tuple[int, Any]],
         lines: Sequence[int],
-        warnings: list[Warning],
+        warnings: list[FileWarning],
     ) -> None:
         """Index entries given as columns (what their `Node`s hold; `settings`: (position, setting)
         for the entries that have one, in order), the leaf moving to the last: what must look back
@@ -323,7 +323,7 @@ class SessionIndex:
         naming: frozenset[int],
         start: int,
         lines: Sequence[int],
-        warnings: list[Warning],
+        warnings: list[FileWarning],
     ) -> None:
         """Ids, parents and anchors entry by entry, each looking back at those before it."""
         by_id, count = self.by_id, len(ids)
@@ -366,7 +366,7 @@ class SessionIndex:
         setting: Any,
         timestamp: Any,
         line: int,
-        warnings: list[Warning],
+        warnings: list[FileWarning],
         seq: int | None = None,
     ) -> None:
         """A label or a name, as it applies after the entries before it (`seq`: where it is, when
@@ -446,10 +446,10 @@ class SessionIndex:
         index.settings = SparseCodes(coded=Codes(list(source.settings.coded.values)))
         return index
 
-    def _note_duplicate(self, entry_id: str, line: int, warnings: list[Warning]) -> None:
+    def _note_duplicate(self, entry_id: str, line: int, warnings: list[FileWarning]) -> None:
         self.anchors_hold = False
         warnings.append(
-            Warning(
+            FileWarning(
                 "duplicate-id",
                 f"entry id {entry_id} appears again on line {line}; the later line wins",
                 line=line,
@@ -476,13 +476,13 @@ class SessionIndex:
                 self._waiting.setdefault(parent_id, []).append(seq)
 
     def _apply_label(
-        self, entry_id: str, setting: Any, timestamp: Any, line: int, warnings: list[Warning], seq: int | None = None
+        self, entry_id: str, setting: Any, timestamp: Any, line: int, warnings: list[FileWarning], seq: int | None = None
     ) -> None:
         target, label = setting
         known = isinstance(target, str) and target in self.by_id and (seq is None or self.by_id[target] <= seq)
         if not known:
             warnings.append(
-                Warning(
+                FileWarning(
                     "label-unknown-target",
                     f"label entry {entry_id} on line {line} targets unknown entry {target}",
                     line=line,

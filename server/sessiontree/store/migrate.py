@@ -15,7 +15,7 @@ from typing import Any
 from .. import jsonfmt
 from ..entries import new_entry_id
 from ..errors import FileReplaced
-from ..protocol import Warning
+from ..file_warning import FileWarning
 from . import confined
 from .lines import BOM
 from .storage import Storage
@@ -41,7 +41,7 @@ def file_version(storage: Storage) -> int | None:
     return version if isinstance(version, int) else 1
 
 
-def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: bool = True) -> Warning:
+def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: bool = True) -> FileWarning:
     """Rewrite a v1/v2 file as v3, atomically, keeping the original as `.v<N>.bak`.
 
     The caller holds the file's lock, so two daemons never migrate it at once (the second finds
@@ -66,7 +66,7 @@ def migrate_file(root: Path, path: Path, storage: Storage, version: int, sync: b
             raise
         if sync:
             directory.sync()
-    return Warning(
+    return FileWarning(
         "migrated",
         f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {path.parent / backup}",
         path=str(path.parent / backup),

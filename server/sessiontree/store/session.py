@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -24,14 +24,13 @@ from ..entries import (
     skeletons,
 )
 from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
-from ..protocol import UNSET, MaybeId, Warning
+from ..file_warning import FileWarning
+from ..unset import UNSET, MaybeId
 from . import sidecar
+from .fork_plan import ForkPlan
 from .index import SessionIndex
 from .lines import BOM, CHUNK, LineBlocks, LineReader
 from .storage import Storage
-
-if TYPE_CHECKING:
-    from ..tree.fork import ForkPlan
 
 _HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
 _SCAN_CHUNK = CHUNK  # bytes read at a time by a scan (a longer line is read whole)
@@ -79,7 +78,7 @@ class Session:
         self.storage = storage
         self.header = header
         self.index = SessionIndex()
-        self.warnings: list[Warning] = []
+        self.warnings: list[FileWarning] = []
         self.end = 0  # every byte before this has been taken in
         self.unterminated = False  # the file does not end with "\n" at `end`
         self._line_no = 0
@@ -150,8 +149,8 @@ class Session:
         return True
 
     @classmethod
-    def _find_header(cls, storage: Storage, lines: Iterator[tuple[int, bytes]]) -> tuple[Session | None, list[Warning]]:
-        skipped: list[Warning] = []
+    def _find_header(cls, storage: Storage, lines: Iterator[tuple[int, bytes]]) -> tuple[Session | None, list[FileWarning]]:
+        skipped: list[FileWarning] = []
         for line_no, (offset, line) in enumerate(lines, start=1):
             end = offset + len(line) + 1
             if offset == 0 and line.startswith(BOM):
@@ -160,7 +159,7 @@ class Session:
                 continue
             header = _parse_header(line)
             if header is None:
-                skipped.append(Warning("malformed", f"line {line_no} is not valid JSON; skipped", line=line_no))
+                skipped.append(FileWarning("malformed", f"line {line_no} is not valid JSON; skipped", line=line_no))
                 continue
             session = cls(storage, header)
             session._line_no = line_no
@@ -240,11 +239,11 @@ class Session:
         try:
             node = decode_skeleton(line, offset, len(self.index))
         except SkeletonError as exc:
-            self.warnings.append(Warning("malformed", f"line {self._line_no}: {exc}; skipped", line=self._line_no))
+            self.warnings.append(FileWarning("malformed", f"line {self._line_no}: {exc}; skipped", line=self._line_no))
             return None
         if node.type == "session":
             self.warnings.append(
-                Warning("extra-header", f"line {self._line_no} is a second session header; ignored", line=self._line_no)
+                FileWarning("extra-header", f"line {self._line_no} is a second session header; ignored", line=self._line_no)
             )
             return None
         return node
@@ -269,7 +268,7 @@ class Session:
             if at_open:
                 line = self._line_no + 1
                 self.warnings.append(
-                    Warning(
+                    FileWarning(
                         "torn-tail",
                         f"line {line} has no line end yet ({len(tail)} bytes): another program may still be"
                         " writing it; left as it is, and the next append starts on a fresh line",
@@ -461,7 +460,7 @@ class Session:
             return True
         self.fenced = True
         self.warnings.append(
-            Warning(
+            FileWarning(
                 "torn-line-fenced",
                 f"line {self._line_no} was unfinished when appending; kept and ended with a line end",
                 line=self._line_no,
@@ -476,7 +475,7 @@ class Session:
         self._line_no += count - 1
         self.fenced = True
         self.warnings.append(
-            Warning(
+            FileWarning(
                 "torn-line-fenced",
                 f"line {self._line_no - count + 1} was left unfinished by another program while appending;"
                 " the append was written again on a fresh line",

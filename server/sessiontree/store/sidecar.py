@@ -30,7 +30,7 @@ from typing import Any, Final
 import msgspec
 
 from .. import jsonfmt
-from ..protocol import Warning, converter
+from ..file_warning import FileWarning
 from .columns import Codes, SparseCodes
 from .index import SessionIndex
 
@@ -49,7 +49,7 @@ class Snapshot:
     """What a sidecar restores: the index, and the session state a scan would have produced."""
 
     def __init__(
-        self, index: SessionIndex, header: dict[str, Any], warnings: list[Warning], line_no: int, covered: int
+        self, index: SessionIndex, header: dict[str, Any], warnings: list[FileWarning], line_no: int, covered: int
     ):
         self.index = index
         self.header = header
@@ -97,7 +97,7 @@ def save(
     target: Path,
     index: SessionIndex,
     header: dict[str, Any],
-    warnings: list[Warning],
+    warnings: list[FileWarning],
     line_no: int,
     covered: int,
     stat: os.stat_result,
@@ -121,7 +121,7 @@ def save(
         "count": len(index),
         "lineNo": line_no,
         "header": header,
-        "warnings": [converter.unstructure(w) for w in warnings if w.kind in SCAN_WARNINGS],
+        "warnings": [_warning_json(w) for w in warnings if w.kind in SCAN_WARNINGS],
         "anchorsHold": index.anchors_hold,
         "rawName": index.raw_name,
         "labels": [[target, label, stamp] for target, (label, stamp) in index.labels.items()],
@@ -219,8 +219,33 @@ def _restore(meta: dict[str, Any], body: memoryview) -> Snapshot:
     index.orphans = {seq: parent for seq, parent in meta["orphans"]}
     _check_columns(index, count)
     index.restore_waiting()
-    warnings = [converter.structure(w, Warning) for w in meta["warnings"]]
+    warnings = [_warning(w) for w in meta["warnings"]]
     return Snapshot(index, meta["header"], warnings, meta["lineNo"], meta["covered"])
+
+
+def _warning_json(warning: FileWarning) -> dict[str, Any]:
+    """A warning as the sidecar keeps it: the wire's keys, fields that are None left out (the
+    sidecar's own codec, so that a change of the wire's leaves the files written before readable)."""
+    fields = {
+        "kind": warning.kind,
+        "message": warning.message,
+        "line": warning.line,
+        "entryId": warning.entry_id,
+        "path": warning.path,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _warning(value: Any) -> FileWarning:
+    if type(value) is not dict:
+        raise _Damaged
+    kind, message, line = value.get("kind"), value.get("message"), value.get("line")
+    entry_id, path = value.get("entryId"), value.get("path")
+    if type(kind) is not str or type(message) is not str or not (line is None or type(line) is int):
+        raise _Damaged
+    if not all(text is None or type(text) is str for text in (entry_id, path)):
+        raise _Damaged
+    return FileWarning(kind, message, line, entry_id, path)
 
 
 def _kind(kind: Any) -> tuple[str, str | None]:

@@ -12,7 +12,7 @@ from typing import Any, Final
 import attrs
 
 from ..jsstring import js_truthy
-from ..protocol import CompactionSettings, SummaryPrompt
+from ..summary_types import CompactionSettings, SummaryPrompt
 from .projection import branch_summary_message, compaction_summary_message, custom_message
 from .summary_text import (
     FileOps,

@@ -20,8 +20,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..protocol import TreeRow, TreeRun
 from ..store import SessionIndex
+from ..tree_nodes import TreeRow, TreeRun
 from .tree import _ms, _parents
 
 Preview = Callable[[int], str | None]

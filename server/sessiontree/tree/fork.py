@@ -14,46 +14,13 @@ source's columns instead of by scanning the file just written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
 from .. import jsonfmt
 from ..entries import Either, new_entry_id
 from ..store import Session, SessionIndex
-
-
-class Copy:
-    """Source entries whose lines follow each other in the source file (so their seqs do too):
-    copied in one read."""
-
-    __slots__ = ("seqs",)
-
-    def __init__(self, seqs: list[int]) -> None:
-        self.seqs = seqs
-
-
-Part = Copy | bytes  # copied lines, or one line made anew
-
-
-class ForkPlan:
-    """The new file's entry lines, in order. `path`: the entries form one chain (a path's fork)."""
-
-    def __init__(self, path: bool) -> None:
-        self.parts: list[Part] = []
-        self.path = path
-
-    def chunks(self, session: Session) -> Iterator[bytes]:
-        """The bytes of the lines, line ends included."""
-        index = session.index
-        for part in self.parts:
-            if isinstance(part, Copy):
-                start, last = index.offsets[part.seqs[0]], part.seqs[-1]
-                length = index.offsets[last] + index.lengths[last] - start
-                data = session.storage.read(start, length + 1)  # with the line end after it: no copy to add one
-                yield data if data[length:] == b"\n" else data[:length] + b"\n"  # the file's unended last line
-            else:
-                yield part + b"\n"
+from ..store.fork_plan import Copy, ForkPlan, Part
 
 
 def _copies(session: Session, seqs: list[int]) -> list[Part]:

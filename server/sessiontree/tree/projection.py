@@ -15,14 +15,14 @@ import msgspec
 
 from .. import jsonfmt
 from ..entries import Node, iso_to_ms, model_of
-from ..protocol import Warning
+from ..file_warning import FileWarning
 from ..store import SessionIndex
 from ..store.index import Anchors
 
 LoadEntry = Callable[[Node], dict[str, Any]]
 
 
-def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[Warning] | None = None) -> list[Node]:
+def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[FileWarning] | None = None) -> list[Node]:
     """Entries from the root to `leaf_id`; stops (and warns) where a parent chain would repeat."""
     seq = index.seq_of(leaf_id) if leaf_id is not None else None
     if seq is None:
@@ -30,7 +30,7 @@ def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[Warning] 
     path, cut = index.walk(seq)
     if cut is not None and warnings is not None:
         at = index.ids[cut]
-        warnings.append(Warning("cycle", f"the parent chain of {leaf_id} loops at {at}; cut there", entry_id=at))
+        warnings.append(FileWarning("cycle", f"the parent chain of {leaf_id} loops at {at}; cut there", entry_id=at))
     return [index.node(step) for step in path]
 
 
@@ -73,7 +73,7 @@ class Context:
         self.messages: list[Any] = []
         self.thinking_level: Any = "off"
         self.model: dict[str, Any] | None = None
-        self.warnings: list[Warning] = []
+        self.warnings: list[FileWarning] = []
 
     def note_setting(self, node: Node) -> None:
         """Track the last thinking level and model along the path (also before a compaction)."""
@@ -90,7 +90,7 @@ class Context:
                 self.messages.append(message)
             else:
                 self.warnings.append(
-                    Warning(
+                    FileWarning(
                         "message-without-message", f"message entry {node.id} has no message; skipped", entry_id=node.id
                     )
                 )

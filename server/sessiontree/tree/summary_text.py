@@ -8,7 +8,7 @@ from typing import Any, Final
 import attrs
 
 from ..jsstring import js_keys, js_len, js_slice, js_sort_key, js_stringify
-from ..protocol import SummaryPrompt
+from ..summary_types import SummaryPrompt
 from . import prompts
 from .projection import convert_to_llm
 

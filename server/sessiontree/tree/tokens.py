@@ -14,7 +14,7 @@ from typing import Any, Final, TypeGuard
 import attrs
 
 from ..jsstring import js_len, js_stringify, js_truthy
-from ..protocol import CompactionSettings
+from ..summary_types import CompactionSettings
 
 IMAGE_CHARS: Final = 4800  # pi counts an image block as 4800 characters (1200 tokens)
 NAN: Final = float("nan")

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..entries import iso_to_ms
-from ..protocol import TreeNode, Warning
+from ..file_warning import FileWarning
 from ..store import SessionIndex
+from ..tree_nodes import TreeNode
 
 Preview = Callable[[int], str | None]  # the preview of the entry at a seq
 _NO_TIME = float("-inf")  # JavaScript compares NaN as "not less": such entries stay near the front
@@ -74,7 +75,7 @@ def _depth_first(roots: list[int], children: dict[int, list[int]], seen: set[int
             stack.extend((child, depth + 1) for child in reversed(below))
 
 
-def flat_tree(index: SessionIndex, preview: Preview, warnings: list[Warning]) -> list[TreeNode]:
+def flat_tree(index: SessionIndex, preview: Preview, warnings: list[FileWarning]) -> list[TreeNode]:
     """Every entry once, in pi's getTree order; entries on a parent cycle follow as extra roots."""
     parents = _parents(index)
     roots, children = _forest(index, parents)
@@ -87,7 +88,7 @@ def flat_tree(index: SessionIndex, preview: Preview, warnings: list[Warning]) ->
             if seq in seen or by_id[ids[seq]] != seq:
                 continue
             warnings.append(
-                Warning("cycle", f"entry {ids[seq]} is on a parent cycle; shown as a root", entry_id=ids[seq])
+                FileWarning("cycle", f"entry {ids[seq]} is on a parent cycle; shown as a root", entry_id=ids[seq])
             )
             nodes.extend(make(s, depth) for s, depth in _depth_first([seq], children, seen))
     return nodes

@@ -16,17 +16,19 @@ from typing import Any
 
 import psycopg
 
-from ... import jsonfmt, protocol
+from ... import jsonfmt
 from ...errors import FileNotFound, FileReplaced, PathOutsideRoot, StorageError
+from ...file_warning import FileWarning
 from ...listing import Summary
 from ...paths import encode_cwd, refuse_control_characters
-from ...protocol import SessionSummary, Warning
+from ...session_summary import SessionSummary
 from ...store import Session, file_version
-from ...store.migrate import migrate_bytes
+from ...store.migrate import CURRENT_VERSION, migrate_bytes
 from .. import Progress
 from .database import Connection, Database
 from .feed import ChangeFeed
 from .schema import VERSION, installed_version, migrate
+from .search import PostgresSearch
 from .storage import PostgresStorage
 from .writes import directory_of, insert_session, whole_lines
 
@@ -103,7 +105,7 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ opening
 
-    def load(self, path: Path, warnings: builtins.list[Warning]) -> Session:
+    def load(self, path: Path, warnings: builtins.list[FileWarning]) -> Session:
         """Migrate if needed (under the row's lock; a daemon that waited for it finds the row renamed
         and opens the new one), then read the session's lines."""
         for _ in range(_OPEN_TRIES):
@@ -112,7 +114,7 @@ class PostgresBackend:
                 if storage.replaced():
                     continue
                 version = file_version(storage)
-                if version is not None and version < protocol.FORMAT_VERSION:
+                if version is not None and version < CURRENT_VERSION:
                     warnings.append(self._migrate(storage, version))
                     continue
                 session = Session.load(storage)
@@ -127,7 +129,7 @@ class PostgresBackend:
         sid, header = found
         return PostgresStorage(self.db, sid, self.name_of(path), path, header)
 
-    def _migrate(self, storage: PostgresStorage, version: int) -> Warning:
+    def _migrate(self, storage: PostgresStorage, version: int) -> FileWarning:
         """A v1/v2 session rewritten as v3 under a new row, in the lock's transaction; the original
         row keeps its bytes under the name `<name>.v<N>.bak`, as the file store keeps a copy."""
         name = self.name_of(storage.path)
@@ -140,9 +142,9 @@ class PostgresBackend:
                 (backup, directory_of(backup), storage.sid),
             )
             insert_session(connection, name, whole_lines([migrated]))
-        return Warning(
+        return FileWarning(
             "migrated",
-            f"migrated from version {version} to {protocol.FORMAT_VERSION}; the original is kept at {self.root / backup}",
+            f"migrated from version {version} to {CURRENT_VERSION}; the original is kept at {self.root / backup}",
             path=str(self.root / backup),
         )
 
@@ -201,6 +203,10 @@ class PostgresBackend:
                 (directory,),
             ).fetchall()
         return [self.root / str(name) for (name,) in rows]
+
+    def search_index(self) -> PostgresSearch:
+        """PostgreSQL's full-text search over an index in the store (no cache directory needed)."""
+        return PostgresSearch(self.db.dsn, self.root, self.connection, self.db)
 
     # ------------------------------------------------------------------ other daemons' appends
 

@@ -1,0 +1,18 @@
+"""One line of a session listing (listing.py reads it from the file's head)."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.define
+class SessionSummary:
+    path: str
+    id: str
+    cwd: str
+    created: str
+    modified: str
+    message_count: int
+    first_message: str
+    name: str | None = None
+    parent_session: str | None = None
