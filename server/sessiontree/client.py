@@ -15,10 +15,10 @@ import asyncio
 import os
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from . import jsonfmt, protocol
 from .errors import ALL_ERRORS, SessionTreeError
@@ -32,6 +32,7 @@ from .rpc.stdio import READ_CHUNK
 NotificationHandler = Callable[[str, Any], None]
 # Answers the daemon's `sessiontree/summarize`: the prepared payload in, the model's text out.
 Summarizer = Callable[[protocol.SummarizeParams], Awaitable[protocol.SummarizeResult]]
+T = TypeVar("T")
 SUMMARIZE: Final = "sessiontree/summarize"
 
 _ERRORS_BY_CODE: Final = {cls.code: cls for cls in ALL_ERRORS}
@@ -223,83 +224,95 @@ class SessionTreeClient:
         result_type = protocol.METHODS[method].result
         return None if result_type is None or raw is None else converter.structure(raw, result_type)
 
+    async def _call(self, method: str, params: Any, result_type: type[T]) -> T:
+        """`call` for a method whose result is always a `result_type`."""
+        assert protocol.METHODS[method].result is result_type, method
+        raw = await self.request(method, to_wire(params))
+        return converter.structure(raw, result_type)
+
+    async def _call_maybe(self, method: str, params: Any, result_type: type[T]) -> T | None:
+        """`call` for a method that answers a `result_type` or null."""
+        assert protocol.METHODS[method].result is result_type, method
+        raw = await self.request(method, to_wire(params))
+        return None if raw is None else converter.structure(raw, result_type)
+
     async def create(self, params: protocol.CreateParams) -> protocol.CreateResult:
-        return await self.call("session/create", params)
+        return await self._call("session/create", params, protocol.CreateResult)
 
     async def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
-        return await self.call("session/open", params)
+        return await self._call("session/open", params, protocol.OpenResult)
 
     async def close(self, params: protocol.SessionParams) -> None:
         await self.call("session/close", params)
 
     async def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
-        return await self.call("session/info", params)
+        return await self._call("session/info", params, protocol.InfoResult)
 
     async def list(self, params: protocol.ListParams) -> protocol.ListResult:
-        return await self.call("session/list", params)
+        return await self._call("session/list", params, protocol.ListResult)
 
     async def append(self, params: protocol.AppendParams) -> protocol.AppendResult:
-        return await self.call("session/append", params)
+        return await self._call("session/append", params, protocol.AppendResult)
 
     async def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
-        return await self.call("session/context", params)
+        return await self._call("session/context", params, protocol.ContextResult)
 
     async def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
-        return await self.call("session/tree", params)
+        return await self._call("session/tree", params, protocol.TreeResult)
 
     async def tree_view(self, params: protocol.TreeViewParams) -> protocol.TreeViewResult:
-        return await self.call("session/treeView", params)
+        return await self._call("session/treeView", params, protocol.TreeViewResult)
 
     async def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
-        return await self.call("session/export", params)
+        return await self._call("session/export", params, protocol.ExportResult)
 
     async def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
-        return await self.call("session/stats", params)
+        return await self._call("session/stats", params, protocol.StatsResult)
 
     async def search(self, params: protocol.SearchParams) -> protocol.SearchResult:
-        return await self.call("session/search", params)
+        return await self._call("session/search", params, protocol.SearchResult)
 
     async def entries(self, params: protocol.EntriesParams) -> protocol.EntriesResult:
-        return await self.call("session/entries", params)
+        return await self._call("session/entries", params, protocol.EntriesResult)
 
     async def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
-        return await self.call("session/branch", params)
+        return await self._call("session/branch", params, protocol.BranchResult)
 
     async def fork(self, params: protocol.ForkParams) -> protocol.ForkResult:
-        return await self.call("session/fork", params)
+        return await self._call("session/fork", params, protocol.ForkResult)
 
     async def label(self, params: protocol.LabelParams) -> protocol.AppendResult:
-        return await self.call("session/label", params)
+        return await self._call("session/label", params, protocol.AppendResult)
 
     async def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
-        return await self.call("session/setName", params)
+        return await self._call("session/setName", params, protocol.AppendResult)
 
     async def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
-        return await self.call("session/subscribe", params)
+        return await self._call("session/subscribe", params, protocol.SubscribeResult)
 
     async def unsubscribe(self, params: protocol.SessionParams) -> None:
-        return await self.call("session/unsubscribe", params)
+        await self.call("session/unsubscribe", params)
 
     async def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
-        return await self.call("session/configure", params)
+        return await self._call("session/configure", params, protocol.ConfigureResult)
 
     async def prepare_compaction(self, params: protocol.PrepareCompactionParams) -> protocol.PrepareCompactionResult | None:
-        return await self.call("session/prepareCompaction", params)
+        return await self._call_maybe("session/prepareCompaction", params, protocol.PrepareCompactionResult)
 
     async def commit_compaction(self, params: protocol.CommitCompactionParams) -> protocol.CommitCompactionResult:
-        return await self.call("session/commitCompaction", params)
+        return await self._call("session/commitCompaction", params, protocol.CommitCompactionResult)
 
     async def compact(self, params: protocol.CompactParams) -> protocol.CommitCompactionResult:
-        return await self.call("session/compact", params)
+        return await self._call("session/compact", params, protocol.CommitCompactionResult)
 
     async def prepare_branch_summary(self, params: protocol.PrepareBranchSummaryParams) -> protocol.PrepareBranchSummaryResult:
-        return await self.call("session/prepareBranchSummary", params)
+        return await self._call("session/prepareBranchSummary", params, protocol.PrepareBranchSummaryResult)
 
     async def commit_branch_summary(self, params: protocol.CommitBranchSummaryParams) -> protocol.CommitBranchSummaryResult:
-        return await self.call("session/commitBranchSummary", params)
+        return await self._call("session/commitBranchSummary", params, protocol.CommitBranchSummaryResult)
 
     async def navigate(self, params: protocol.NavigateParams) -> protocol.CommitBranchSummaryResult:
-        return await self.call("session/navigate", params)
+        return await self._call("session/navigate", params, protocol.CommitBranchSummaryResult)
 
 
 class SyncSessionTreeClient:
@@ -309,7 +322,7 @@ class SyncSessionTreeClient:
         self._loop = asyncio.new_event_loop()
         self.client = SessionTreeClient(*args, **kwargs)
 
-    def _run(self, awaitable: Any) -> Any:
+    def _run(self, awaitable: Coroutine[Any, Any, T]) -> T:
         return self._loop.run_until_complete(awaitable)
 
     def start(self, initialization_options: dict[str, Any] | None = None) -> dict[str, Any]:
