@@ -26,17 +26,16 @@ import queue
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
+
+from support.daemon import RawDaemon, frame
 
 SESSIONS_DIR_TOKEN: Final = "${SESSIONS_DIR}"
 """Stands for the sessions root in stored transcripts."""
@@ -233,42 +232,24 @@ def _show(value: Any) -> str:
 # --------------------------------------------------------------------------- the daemon
 
 
-class Daemon:
-    """`sessiontree serve` on pipes; its output is parsed strictly, one frame at a time."""
+class Daemon(RawDaemon):
+    """`sessiontree serve` on pipes for a replay: its output is parsed strictly, one frame at a
+    time; a badly framed frame is a mismatch, and the end of the output a message of its own."""
 
     def __init__(self, root: Path) -> None:
-        command = [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root)]
-        env = {k: v for k, v in os.environ.items() if k != "SESSIONTREE_SESSIONS_DIR"}
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=env
-        )
-        self.messages: queue.Queue[Any] = queue.Queue()
-        self.stderr: deque[str] = deque(maxlen=40)
-        threading.Thread(target=self._read_frames, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        super().__init__("--sessions-dir", str(root))
 
-    def _read_frames(self) -> None:
-        out = self.process.stdout
-        assert out is not None
-        while header := out.readline():
-            match = re.fullmatch(rb"Content-Length: (\d+)\r\n", header)
-            if match is None or out.readline() != b"\r\n":
-                self.messages.put(ReplayMismatch(f"badly framed output from the daemon: {header!r}"))
-                return
-            self.messages.put(orjson.loads(out.read(int(match.group(1)))))
+    def _output_error(self, exc: Exception, line: bytes) -> Exception:
+        return ReplayMismatch(f"badly framed output from the daemon: {line!r} ({exc})")
+
+    def _output_ended(self) -> None:
         self.messages.put(EOFError())
 
-    def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line.decode("utf-8", "replace").rstrip())
-
     def write(self, bodies: list[bytes]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"".join(b"Content-Length: %d\r\n\r\n%b" % (len(b), b) for b in bodies))
+        self.send(b"".join(frame(body) for body in bodies))
 
-    def next(self, timeout: float) -> Any:
-        """The next message, or EOFError when the daemon closed its output."""
+    def next(self, timeout: float = STEP_TIMEOUT) -> Any:  # type: ignore[override]
+        """The next message, TimeoutError when none came, EOFError when the daemon closed its output."""
         try:
             item = self.messages.get(timeout=timeout)
         except queue.Empty:
@@ -278,6 +259,10 @@ class Daemon:
         if isinstance(item, EOFError):
             self.messages.put(item)  # stays at the end for later reads
         return item
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return self.stderr.splitlines()[-40:]
 
     def finish(self, timeout: float) -> int:
         """Close stdin and wait for the exit code."""
@@ -396,12 +381,12 @@ def _call_plain(daemon: Daemon, message: dict[str, Any], received: list[Any]) ->
     got = daemon.next(STEP_TIMEOUT)
     received.append(got)
     if not isinstance(got, dict) or got.get("id") != message["id"] or "result" not in got:
-        raise ReplayMismatch(f"{message['method']} failed: {got!r}; stderr:\n" + "\n".join(daemon.stderr))
+        raise ReplayMismatch(f"{message['method']} failed: {got!r}; stderr:\n" + "\n".join(daemon.stderr_lines))
 
 
 def _report(name: str, line_index: int, out_index: int, problems: list[str], daemon: Daemon, got: Any = None) -> str:
     head = f"{name}: daemon message {out_index} (transcript line {line_index + 1}) differs:"
     body = "\n".join(f"  {p}" for p in problems)
     full = f"\n  got: {_show(got)}" if got is not None else ""
-    tail = "\n  daemon stderr:\n    " + "\n    ".join(daemon.stderr) if daemon.stderr else ""
+    tail = "\n  daemon stderr:\n    " + "\n    ".join(daemon.stderr_lines) if daemon.stderr else ""
     return f"{head}\n{body}{full}{tail}"
