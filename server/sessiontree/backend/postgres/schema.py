@@ -41,6 +41,40 @@ STEPS: Final[tuple[tuple[str, ...], ...]] = (
         )""",
         "CREATE INDEX lines_entry_id ON sessiontree.lines (sid, entry_id) WHERE entry_id IS NOT NULL",
     ),
+    (  # 2: the search index, derived from the lines by a refresh before each search (search.py)
+        # How far each session is indexed. Rows here are made apart from the indexing, so that
+        # indexing, which holds this row, never holds a lock on the session's row: appends lock that.
+        """CREATE TABLE sessiontree.text_progress (
+            sid bigint PRIMARY KEY REFERENCES sessiontree.sessions (sid) ON DELETE CASCADE,
+            indexed bigint NOT NULL DEFAULT 0,
+            seen bigint NOT NULL DEFAULT 0,
+            session_id text,
+            cwd text,
+            last_entry text
+        )""",
+        # An entry per row, text or not (the walk from the last entry needs every parent). `tsv`
+        # is written by the indexer, with words cut as the file store's FTS5 cuts them (fts.py):
+        # no text search configuration's parser is used. `seq` is the order of indexing.
+        """CREATE TABLE sessiontree.texts (
+            sid bigint NOT NULL REFERENCES sessiontree.text_progress (sid) ON DELETE CASCADE,
+            off bigint NOT NULL,
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            entry_id text,
+            parent_id text,
+            type text,
+            role text,
+            ms bigint,
+            timestamp text,
+            body text NOT NULL,
+            tsv tsvector NOT NULL,
+            PRIMARY KEY (sid, off)
+        )""",
+        "CREATE UNIQUE INDEX texts_seq ON sessiontree.texts (seq)",
+        "CREATE INDEX texts_tsv ON sessiontree.texts USING gin (tsv)",
+        "CREATE INDEX texts_entry_id ON sessiontree.texts (sid, entry_id) WHERE entry_id IS NOT NULL",
+        "CREATE INDEX text_progress_cwd ON sessiontree.text_progress (cwd)",
+        "CREATE INDEX text_progress_session_id ON sessiontree.text_progress (session_id)",
+    ),
 )
 VERSION: Final = len(STEPS)
 
