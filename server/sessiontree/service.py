@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from . import export, jsonfmt, protocol, stats, summaries
-from .backend import Backend
+from .backend import Backend, SearchIndex
 from .backend.files import FileBackend
 from .entries import iso_to_ms, js_trim, now_iso, validate_entry
 from .errors import (
@@ -27,13 +27,12 @@ from .errors import (
     SessionExists,
     SessionNotFound,
     SessionTreeError,
-    StorageError,
 )
 from .file_warning import FileWarning
 from .open_session import ChangeListener, OpenSession
 from .paths import check_session_id, file_name, new_session_id
 from .protocol import AppendedEntry, AppendResult
-from .search import RefreshStats, SearchIndex, index_path
+from .search import RefreshStats
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     Appended,
@@ -378,19 +377,17 @@ class SessionService:
     # ------------------------------------------------------------------ search
 
     def search_index(self) -> SearchIndex:
-        """The search index of the root, beside the index sidecars (made on first use)."""
+        """The backend's search index (made on first use): SQLite beside the sidecars, or in PostgreSQL."""
         if self._search is None:
-            if self.config.index_dir is None:
-                raise StorageError("search needs a cache directory: indexDir is turned off", path=str(self.root))
-            self._search = SearchIndex(index_path(self.config.index_dir, self.root))
+            self._search = self.backend.search_index()
         return self._search
 
     def refresh_search(
         self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None
     ) -> RefreshStats:
-        """Bring the search index up to date with the files (safe to run in a worker thread: it
-        reads the files through descriptors of its own and writes only the index)."""
-        return self.search_index().refresh(self.root, progress=progress, cancelled=cancelled)
+        """Bring the search index up to date with the sessions (safe to run in a worker thread: it
+        reads them through descriptors or a connection of its own and writes only the index)."""
+        return self.search_index().refresh(progress=progress, cancelled=cancelled)
 
     def search(self, params: protocol.SearchParams, indexed: RefreshStats) -> protocol.SearchResult:
         since, until = _ms_of(params.since, "since"), _ms_of(params.until, "until")
