@@ -21,6 +21,7 @@ from sessiontree.backend.postgres.transfer import push
 from sessiontree.errors import InvalidParams
 from sessiontree.listing import session_files, subdirectories
 from sessiontree.search import SearchIndex, SearchPage
+from support.daemon import daemon_pool, request, sessions_root
 
 PROJECT = "/home/user/project"
 OTHER = "/home/user/other"
@@ -579,3 +580,34 @@ def test_a_huge_text_is_indexed_within_postgresqls_limits(stores: Stores, root: 
     stores.refresh()
     assert {hit.entry_id for hit in stores.store.search("word7").hits} == {"h1"}
     assert {hit.entry_id for hit in stores.store.search("tailword").hits} >= {"h2"}
+
+
+# --------------------------------------------------------------------------- over stdio
+
+
+def test_a_daemon_with_a_store_answers_search_from_the_database(tmp_path: Path, pg_dsn: str) -> None:
+    with daemon_pool() as start:
+        daemon = start("--sessions-dir", str(sessions_root(tmp_path)), "--store", pg_dsn)
+        daemon.initialize({"indexDir": False})  # the store needs no cache directory for its index
+        created = daemon.call(request(1, "session/create", {"cwd": PROJECT}))["result"]
+        session_id = created["sessionId"]
+        for number, words_ in enumerate(["a zebra crossing", "the zebra again and more"]):
+            entry_ = {"type": "message", "message": {"role": "user", "content": words_, "timestamp": BASE_MS}}
+            answer = daemon.call(request(10 + number, "session/append", {"sessionId": session_id, "entry": entry_}))
+            assert "result" in answer, answer
+
+        first = daemon.call(request(2, "session/search", {"query": "zebra", "session": session_id}))["result"]
+        assert sorted(hit["snippet"] for hit in first["hits"]) == ["a zebra crossing", "the zebra again and more"]
+        hit = first["hits"][0]
+        assert (hit["path"], hit["sessionId"], hit["cwd"], hit["type"], hit["role"]) == (
+            created["path"], session_id, PROJECT, "message", "user",
+        )
+        assert hit["onLeafPath"] is True and hit["highlights"] and hit["score"] > 0
+        assert (first["indexed"]["filesReindexed"], first["indexed"]["entriesAdded"]) == (1, 2)
+
+        again = daemon.call(request(3, "session/search", {"query": "cross*", "syntax": "plain"}))["result"]
+        assert [hit["snippet"] for hit in again["hits"]] == ["a zebra crossing"]
+        assert (again["indexed"]["filesUnchanged"], again["indexed"]["entriesAdded"]) == (1, 0)
+
+        bad = daemon.call(request(4, "session/search", {"query": "foo-bar"}))
+        assert bad["error"]["code"] == -32602 and "plain syntax" in bad["error"]["message"]
