@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +40,24 @@ def _secrets(dsn: str) -> list[str]:
     return [secret for secret in found if secret]
 
 
+def _ended_while_idle(connection: Connection) -> bool:
+    """The server closed a connection that had nothing in hand (a restart, pg_terminate_backend):
+    its socket is readable though nothing was asked. Checked without a round trip, so that the first
+    request after a restart is served rather than failed. Inside a transaction a loss is never
+    hidden: the row lock went with it."""
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return False
+    pgconn = connection.pgconn
+    try:
+        for _ in range(3):  # the server's last message (FATAL), then the end of the stream
+            if not select.select([pgconn.socket], [], [], 0)[0]:
+                break
+            pgconn.consume_input()
+    except (OSError, psycopg.Error):
+        return True
+    return pgconn.status != psycopg.pq.ConnStatus.OK
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
@@ -47,9 +66,11 @@ class Database:
         self._connection: Connection | None = None
 
     def connection(self) -> Connection:
-        """The open connection, made again if there is none (raises StoreUnavailable)."""
-        if self._connection is None or self._connection.closed:
-            self._connection = None
+        """The open connection, made again if there is none, or if the server ended it while it was
+        idle (raises StoreUnavailable)."""
+        if self._connection is not None and (self._connection.closed or _ended_while_idle(self._connection)):
+            self.drop()
+        if self._connection is None:
             with self.errors():
                 self._connection = self.connect()
         return self._connection
