@@ -109,19 +109,20 @@ class PostgresSearch:
         compiled = compile_expression(query, expression)
         if compiled.match is None or filters.empty:
             return SearchPage()
-        where, params = self._where(compiled, filters)
+        where, timed, params = self._where(compiled, filters)
         connection = self._connection()
         with self._db.errors(), connection.transaction():
             connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")  # one snapshot a page
             if position is None:
                 row = connection.execute("SELECT coalesce(max(seq), 0) FROM sessiontree.texts").fetchone()
                 position = q.Position(int(row[0]) if row else 0, None, 0)
-            rows, after = self._ranked(connection, where, params, position, limit)
+            rows, after = self._ranked(connection, where, timed, params, position, limit)
             hits = self._hits(connection, compiled, rows, leaf_path)
         return SearchPage(hits, q.encode_cursor(key, after) if after is not None else None)
 
-    def _where(self, compiled: Compiled, filters: q.Filters) -> tuple[str, dict[str, Any]]:
-        """The conditions on `t` (texts) of the query and its filters."""
+    def _where(self, compiled: Compiled, filters: q.Filters) -> tuple[str, str, dict[str, Any]]:
+        """The conditions on `t` (texts) of the query and its filters: without the time range
+        (which windows are counted by, as in the file store), and those of the time range."""
         clauses = ["t.tsv @@ %(match)s::tsquery"]
         params: dict[str, Any] = {"match": compiled.match, "rank": compiled.rank or compiled.match}
         if filters.session is not None:
@@ -140,13 +141,14 @@ class PostgresSearch:
         if filters.types is not None:
             clauses.append("t.type = ANY(%(types)s)")
             params["types"] = [_text(kind) for kind in filters.types]
+        timed = ""
         if filters.since_ms is not None:
-            clauses.append("t.ms >= %(since)s")
+            timed += " AND t.ms >= %(since)s"
             params["since"] = filters.since_ms
         if filters.until_ms is not None:
-            clauses.append("t.ms < %(until)s")
+            timed += " AND t.ms < %(until)s"
             params["until"] = filters.until_ms
-        return " AND ".join(clauses), params
+        return " AND ".join(clauses), timed, params
 
     def _name_of(self, session: str) -> str | None:
         """The store's name of a session given by its path under the root; None for anything else."""
@@ -156,7 +158,7 @@ class PostgresSearch:
         return path.relative_to(self.root).as_posix().replace("\x00", "\ufffd")
 
     def _ranked(
-        self, connection: Connection, where: str, params: dict[str, Any], position: q.Position, limit: int
+        self, connection: Connection, where: str, timed: str, params: dict[str, Any], position: q.Position, limit: int
     ) -> tuple[list[tuple[int, float]], q.Position | None]:
         """Up to `limit` (seq, rank) from `position` on, crossing into older windows as needed, and
         where the next page starts (None: nothing more). As the file store's SearchIndex._ranked."""
@@ -173,7 +175,7 @@ class PostgresSearch:
             need = limit - len(found)
             rows = connection.execute(
                 f"SELECT t.seq, ts_rank(t.tsv, %(rank)s::tsquery, 1) AS score FROM sessiontree.texts t"
-                f" WHERE {where} AND t.seq BETWEEN %(low)s AND %(high)s"
+                f" WHERE {where}{timed} AND t.seq BETWEEN %(low)s AND %(high)s"
                 " ORDER BY score DESC, t.seq LIMIT %(count)s OFFSET %(offset)s",
                 {**params, "low": low, "high": position.high, "count": need + 1, "offset": position.offset},
             ).fetchall()
