@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import psycopg
 import pytest
+import test_postgres_roles as roles  # the GRANT block of protocol.md, run as written
 
 from sessiontree.backend.files import FileSearch
 from sessiontree.backend.postgres import PostgresBackend
@@ -20,7 +21,9 @@ from sessiontree.backend.postgres.search import PostgresSearch
 from sessiontree.backend.postgres.transfer import push
 from sessiontree.errors import InvalidParams
 from sessiontree.listing import session_files, subdirectories
+from sessiontree.protocol import SearchParams
 from sessiontree.search import SearchIndex, SearchPage
+from sessiontree.service import ServiceConfig, SessionService
 from support.daemon import daemon_pool, request, sessions_root
 
 PROJECT = "/home/user/project"
@@ -254,15 +257,20 @@ def test_ordered_by_recency_the_hits_come_in_the_same_order(root: Path, tmp_path
     both = Stores(root, tmp_path / "cache", pg_dsn, rank_window=1)  # each window one hit: newest first
     try:
         both.refresh()
-        for query in ("tree", "sess*", "session OR tree NOT here"):
-            expected = found(stores_page(both.files, query))
-            assert expected and found(stores_page(both.store, query)) == expected, query
+        for query, filters in (
+            ("tree", {}),
+            ("sess*", {}),
+            ("session OR tree NOT here", {}),
+            ("tree OR sess*", {"since_ms": BASE_MS + 3_000, "until_ms": BASE_MS + 41_000}),
+        ):
+            expected = found(stores_page(both.files, query, **filters))
+            assert expected and found(stores_page(both.store, query, **filters)) == expected, query
     finally:
         both.close()
 
 
-def stores_page(index: Any, query: str) -> SearchPage:
-    return SearchPage(every_hit(index, query, limit=3))
+def stores_page(index: Any, query: str, **filters: Any) -> SearchPage:
+    return SearchPage(every_hit(index, query, limit=3, **filters))
 
 
 def test_a_hit_carries_what_the_file_stores_does(stores: Stores, root: Path) -> None:
@@ -611,3 +619,36 @@ def test_a_daemon_with_a_store_answers_search_from_the_database(tmp_path: Path, 
 
         bad = daemon.call(request(4, "session/search", {"query": "foo-bar"}))
         assert bad["error"]["code"] == -32602 and "plain syntax" in bad["error"]["message"]
+
+
+# --------------------------------------------------------------------------- least privileges
+
+
+@pytest.fixture
+def owner_dsn(pg_dsn: str) -> str:
+    """As test_postgres_roles: the test's database for its owner alone, and a role with no privileges."""
+    with psycopg.connect(pg_dsn, autocommit=True) as connection:
+        if connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (roles._role(pg_dsn),)).fetchone() is None:
+            connection.execute(f"CREATE ROLE {roles._role(pg_dsn)} LOGIN")
+        connection.execute(f'REVOKE ALL ON DATABASE "{roles._database(pg_dsn)}" FROM PUBLIC')
+    return pg_dsn
+
+
+def test_the_documented_privileges_are_enough_to_search(owner_dsn: str, root: Path) -> None:
+    corpus(root)
+    owner = PostgresBackend(root, owner_dsn)
+    for path in sorted(root.rglob("*.jsonl")):
+        push(owner, path)  # the owner makes the schema and the sessions
+    roles._grant_documented(owner_dsn)
+    agent = SessionService(ServiceConfig(sessions_dir=root, store=roles._as_role(owner_dsn)))
+    try:
+        agent.backend.start()
+        indexed = agent.refresh_search()
+        result = agent.search(SearchParams("tree", roles=["user"]), indexed)
+        assert (indexed.files_reindexed, len(result.hits)) == (3, 3)
+        with owner.db.errors(), owner.connection().transaction():  # as a migration keeps the original
+            owner.connection().execute("UPDATE sessiontree.sessions SET name = name || '.v2.bak' WHERE name LIKE '%%/b.jsonl'")
+        assert agent.refresh_search().files_removed == 1  # a DELETE from the index
+    finally:
+        agent.close_all()
+        owner.close()
