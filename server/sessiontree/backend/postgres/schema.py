@@ -70,7 +70,9 @@ STEPS: Final[tuple[tuple[str, ...], ...]] = (
             PRIMARY KEY (sid, off)
         )""",
         "CREATE UNIQUE INDEX texts_seq ON sessiontree.texts (seq)",
-        "CREATE INDEX texts_tsv ON sessiontree.texts USING gin (tsv)",
+        # Without the pending list: rows a refresh adds are searched through the index at once, not
+        # by a scan of the list (which made the planner read every row instead).
+        "CREATE INDEX texts_tsv ON sessiontree.texts USING gin (tsv) WITH (fastupdate = off)",
         "CREATE INDEX texts_entry_id ON sessiontree.texts (sid, entry_id) WHERE entry_id IS NOT NULL",
         "CREATE INDEX text_progress_cwd ON sessiontree.text_progress (cwd)",
         "CREATE INDEX text_progress_session_id ON sessiontree.text_progress (session_id)",
