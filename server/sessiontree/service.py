@@ -45,7 +45,7 @@ from .store import (
 )
 from .store.sidecar import sidecar_path
 from .tree import ContextCache, build_context, convert_to_llm, flat_tree, walk_path
-from .tree.folded import FoldedTree, Row, Shape, row_of
+from .tree.folded import FoldedTree, Row, row_of
 from .tree.fork import branched_plan, whole_plan
 from .tree.preview import preview_of_line, previews_of_lines
 from .tree.tree import tree_wire
@@ -77,7 +77,6 @@ class OpenSession:
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
         self._tree: tuple[int, protocol.TreeNodes, list[Warning]] | None = None  # (index version, ...)
-        self._shape = Shape()  # where the parents column departs from seq - 1, extended as entries arrive
         self._folded: tuple[tuple[int, str | None], FoldedTree] | None = None  # (index version, leaf)
         self._stats: tuple[tuple[int, str | None], tuple[stats.Stats, stats.Stats]] | None = None
         self.context_window: int | None = None  # registered with session/configure, for advice
@@ -153,7 +152,7 @@ class OpenSession:
         index = self.session.index
         key = (index.version, index.leaf_id)
         if self._folded is None or self._folded[0] != key:
-            self._folded = (key, FoldedTree(index, self._shape))
+            self._folded = (key, FoldedTree(index))
         return self._folded[1]
 
     def preview(self, seq: int) -> str | None:
@@ -496,8 +495,8 @@ class SessionService:
         if params.reveal is not None:
             position = folded.find(session.require(params.reveal, "reveal").seq)
             offset = 0 if position is None else position - position % limit  # the page that shows it
-        page = [row_of(folded, row, opened.preview) for row in folded.rows[offset : offset + limit]]
-        return protocol.TreeViewResult(leaf, len(folded.rows), offset, page)
+        page = [row_of(folded, row, opened.preview) for row in folded.page(offset, limit)]
+        return protocol.TreeViewResult(leaf, folded.total, offset, page)
 
     def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
         opened = self._synced(params.session_id)
@@ -695,7 +694,7 @@ def _ms_of(iso: str | None, field: str) -> int | None:
 
 def _run_row(folded: FoldedTree, seq: int) -> Row:
     position = folded.find(seq)
-    row = folded.rows[position] if position is not None else None
+    row = folded.page(position, 1)[0] if position is not None else None
     if row is None or not row.is_run or row.first != seq:
         raise InvalidParams("run must be the id of a run row (its first entry)", field="run")
     return row
