@@ -19,6 +19,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import accumulate, islice, repeat
 from operator import add, gt, sub
 from typing import Any
@@ -169,31 +170,33 @@ class FoldedTree:
         first = self._number(heads[stretch])
         return first, self._number(heads[stretch + 1]) if stretch + 1 < len(heads) else self._numbers[-1] + 1
 
-    def _stretches(self) -> Iterator[tuple[int, int]]:
-        """(stretch, indent) in row order: depth first from the roots in file order, siblings by time."""
-        heads, seen = self.heads, bytearray(len(self.heads))
-        stack = [(self._stretch_of(root), 0) for root in reversed(self.roots)]
+    def _stretches(self, where: Callable[[int], int]) -> Iterator[tuple[int, int]]:
+        """(stretch, indent) in row order: depth first from the roots in file order, siblings by
+        time. `where`: the stretch a head starts."""
+        heads, extra, children, count = self.heads, self.extra, self.children, self.count
+        last, seen = len(heads) - 1, bytearray(len(heads))
+        stack = [(where(root), 0) for root in reversed(self.roots)]
+        pop, push = stack.pop, stack.append
         while stack:
-            stretch, indent = stack.pop()
+            stretch, indent = pop()
             if seen[stretch]:  # a parent cycle through a repeated id: never walk it twice
                 continue
             seen[stretch] = 1
             yield stretch, indent
-            end = heads[stretch + 1] - 1 if stretch + 1 < len(heads) else self.count - 1
-            if end in self.extra:
-                kids = self.children(end)
+            end = heads[stretch + 1] - 1 if stretch < last else count - 1
+            if end in extra:
+                kids = children(end)
                 if len(kids) == 1:  # the chain goes on at the same indent
-                    stack.append((bisect_left(heads, kids[0]), indent))
+                    push((where(kids[0]), indent))
                 else:
-                    stack.extend((bisect_left(heads, kid), indent + 1) for kid in reversed(kids))
+                    stack.extend([(where(kid), indent + 1) for kid in reversed(kids)])
 
     def _walk(self) -> tuple[list[int], list[int], list[int]]:
         """Every reached stretch in row order, its indent, and the position of its first row."""
         if self._walked is None:
-            order, indents = [], []
-            for stretch, indent in self._stretches():
-                order.append(stretch)
-                indents.append(indent)
+            where = dict(zip(self.heads, range(len(self.heads)), strict=True))
+            walked = list(self._stretches(where.__getitem__))
+            order, indents = [stretch for stretch, _ in walked], [indent for _, indent in walked]
             firsts = self._firsts()
             lengths = [firsts[stretch + 1] - firsts[stretch] for stretch in order]
             self._walked = (order, indents, list(accumulate(lengths, initial=0)))
@@ -234,7 +237,7 @@ class FoldedTree:
         """The rows at positions offset..offset + limit - 1."""
         found: list[Row] = []
         if self._walked is None and offset == 0:  # the first page: walk only as far as it goes
-            for stretch, indent in self._stretches():
+            for stretch, indent in self._stretches(partial(bisect_left, self.heads)):
                 found.extend(islice(self._rows_of(stretch, indent), limit - len(found)))
                 if len(found) >= limit:
                     break
@@ -270,6 +273,10 @@ def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
     """Sorted as pi sorts siblings (by time, stable); timestamps as pi writes them compare as text."""
     if len(kids) < 2:
         return kids
+    if len(kids) == 2:  # the usual branch point: two children, stamped as pi writes them
+        first, second = stamps[kids[0]], stamps[kids[1]]
+        if type(first) is str and type(second) is str and len(first) == len(second) == 24 and first[-1] == second[-1] == "Z":
+            return kids if first <= second else [kids[1], kids[0]]
     found = [stamps[kid] for kid in kids]
     if all(type(stamp) is str and len(stamp) == 24 and stamp[-1] == "Z" for stamp in found):
         return [kid for _, kid in sorted(zip(found, kids, strict=True), key=lambda pair: pair[0])]
