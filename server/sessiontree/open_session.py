@@ -14,7 +14,7 @@ from .file_warning import FileWarning
 from .store import Session
 from .summary_types import CompactionSettings
 from .tree import ContextCache, flat_tree
-from .tree.folded import FoldedTree, Shape
+from .tree.folded import FoldedTree
 from .tree.preview import preview_of_line, previews_of_lines
 from .tree.tree import tree_wire
 from .tree_nodes import TreeNodes
@@ -33,7 +33,6 @@ class OpenSession:
         self.context_cache = ContextCache()
         self.previews: dict[int, str | None] = {}  # by line offset: a line's text never changes
         self._tree: tuple[int, TreeNodes, list[FileWarning]] | None = None  # (index version, ...)
-        self._shape = Shape()  # where the parents column departs from seq - 1, extended as entries arrive
         self._folded: tuple[tuple[int, str | None], FoldedTree] | None = None  # (index version, leaf)
         self._stats: tuple[tuple[int, str | None], tuple[stats.Stats, stats.Stats]] | None = None
         self.context_window: int | None = None  # registered with session/configure, for advice
@@ -109,7 +108,7 @@ class OpenSession:
         index = self.session.index
         key = (index.version, index.leaf_id)
         if self._folded is None or self._folded[0] != key:
-            self._folded = (key, FoldedTree(index, self._shape))
+            self._folded = (key, FoldedTree(index))
         return self._folded[1]
 
     def preview(self, seq: int) -> str | None:

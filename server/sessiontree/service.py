@@ -322,8 +322,8 @@ class SessionService:
         if params.reveal is not None:
             position = folded.find(session.require(params.reveal, "reveal").seq)
             offset = 0 if position is None else position - position % limit  # the page that shows it
-        page = [row_of(folded, row, opened.preview) for row in folded.rows[offset : offset + limit]]
-        return protocol.TreeViewResult(leaf, len(folded.rows), offset, page)
+        page = [row_of(folded, row, opened.preview) for row in folded.page(offset, limit)]
+        return protocol.TreeViewResult(leaf, folded.total, offset, page)
 
     def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
         opened = self._synced(params.session_id)
@@ -526,7 +526,7 @@ def _ms_of(iso: str | None, field: str) -> int | None:
 
 def _run_row(folded: FoldedTree, seq: int) -> Row:
     position = folded.find(seq)
-    row = folded.rows[position] if position is not None else None
+    row = folded.page(position, 1)[0] if position is not None else None
     if row is None or not row.is_run or row.first != seq:
         raise InvalidParams("run must be the id of a run row (its first entry)", field="run")
     return row

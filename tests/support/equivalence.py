@@ -14,6 +14,8 @@ def assert_indexed_alike(mine: Session, scan: Session) -> None:
     assert mine.header == scan.header
     assert list(a.nodes) == list(b.nodes)
     assert a.by_id == b.by_id
+    departs = [seq for seq in range(len(b)) if seq == 0 or b.parents[seq] != seq - 1]
+    assert a.jumps() == b.jumps() == departs  # kept as entries arrive, or found after a sidecar load
     assert (a.labels, a.name, a.leaf_id, a.cursor, a.anchors_hold) == (b.labels, b.name, b.leaf_id, b.cursor, b.anchors_hold)
     # An unfinished last line lies past what a sidecar covers: every open reports it afresh.
     assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS | {"torn-tail"}]

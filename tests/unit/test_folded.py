@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from sessiontree import protocol as p
 from sessiontree.errors import EntryNotFound, InvalidParams
 from sessiontree.service import ServiceConfig, SessionService
-from sessiontree.store import MemoryStorage, Session
+from sessiontree.store import MemoryStorage, Session, SessionIndex
 from sessiontree.tree import flat_tree
-from sessiontree.tree.folded import FoldedTree, Shape
+from sessiontree.tree.folded import FoldedTree, Row
 from support.messages import assistant, user
 from support.sessions import PI_QUIRK_CASES, session_bytes
 
@@ -30,9 +30,9 @@ def unfolded(tree: FoldedTree) -> list[int]:
     return [seq for row in tree.rows for seq in range(row.first, row.last + 1)]
 
 
-def check(session: Session, shape: Shape | None = None) -> FoldedTree:
+def check(session: Session) -> FoldedTree:
     index = session.index
-    tree = FoldedTree(index, shape or Shape())
+    tree = FoldedTree(index)
     warnings: list[p.FileWarning] = []
     flat = flat_tree(index, lambda seq: None, warnings)
     on_cycle = {w.entry_id for w in warnings if w.kind == "cycle"} if warnings else set()
@@ -49,7 +49,28 @@ def check(session: Session, shape: Shape | None = None) -> FoldedTree:
     for before, after in pairwise(tree.rows):
         if after.indent > before.indent:
             assert after.indent == before.indent + 1 and len(tree.children(before.last)) > 1
+    check_pages(index)
     return tree
+
+
+def _spans(rows: list[Row]) -> list[tuple[int, int, int]]:
+    return [(row.first, row.last, row.indent) for row in rows]
+
+
+def check_pages(index: SessionIndex) -> None:
+    """Pages, positions and the count agree with the rows listed whole (made the first-page way)."""
+    rows = _spans(FoldedTree(index).rows)
+    for limit in (1, 3, 200):
+        tree = FoldedTree(index)
+        assert _spans(tree.page(0, limit)) == rows[:limit]  # before any walk
+        assert tree.total == len(rows)
+        for offset in range(0, len(rows) + 2, limit):
+            assert _spans(tree.page(offset, limit)) == rows[offset : offset + limit]
+    tree = FoldedTree(index)
+    for position, (first, last, _) in enumerate(rows):
+        assert tree.find(first) == position and tree.find(last) == position
+    listed = {seq for first, last, _ in rows for seq in range(first, last + 1)}
+    assert all(tree.find(seq) is None for seq in range(len(index)) if seq not in listed)
 
 
 # A tree drawn at random: each entry's parent is the entry before it (most), an earlier one (a
@@ -86,19 +107,18 @@ def test_unfolding_every_run_gives_pis_tree_order(steps: list[tuple[str, int, st
 
 @given(shapes, st.integers(1, 119))
 @settings(max_examples=60, deadline=None)
-def test_a_shape_extended_as_entries_arrive_folds_as_a_fresh_one(steps: list[tuple[str, int, str]], cut: int) -> None:
+def test_jumps_extended_as_entries_arrive_fold_as_a_fresh_scan(steps: list[tuple[str, int, str]], cut: int) -> None:
     data = _random_session(steps)
     lines = data.splitlines(keepends=True)
     storage = MemoryStorage(b"".join(lines[: 1 + cut]))
     session = Session.load(storage)
-    shape = Shape()
-    FoldedTree(session.index, shape)
+    FoldedTree(session.index)
     storage.data += b"".join(lines[1 + cut :])
     session.refresh()
-    kept = check(session, shape)
-    assert [(r.first, r.last, r.indent) for r in kept.rows] == [
-        (r.first, r.last, r.indent) for r in FoldedTree(session.index, Shape()).rows
-    ]
+    kept = check(session)
+    fresh = Session.load(MemoryStorage(data)).index
+    assert session.index.jumps() == fresh.jumps()
+    assert _spans(kept.rows) == _spans(FoldedTree(fresh).rows)
 
 
 @pytest.mark.parametrize("case", sorted(PI_QUIRK_CASES.glob("*.jsonl")), ids=lambda path: path.name)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import gc
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate, compress
+from operator import sub
 from typing import Any, TypeVar, overload
 
 from ..entries import Node, js_trim
@@ -76,6 +77,10 @@ class SessionIndex:
         self.raw_name: Any = None
         self.leaf_id: str | None = None
         self.anchors_hold = True  # false once an id repeats: a later line may change an earlier path
+        # The seqs whose parents column is not seq - 1 (and the first entry), ascending, for the
+        # entries before `_jumps_to`: where the tree departs from file order (see tree/folded.py).
+        self._jumps: list[int] = []
+        self._jumps_to = 0
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
@@ -283,7 +288,8 @@ class SessionIndex:
             return False
         get = by_id.get
         found = [ROOT if parent is None else get(parent, MISSING) if parent else MISSING for parent in parent_ids]
-        if any(map(int.__ge__, found, range(start, start + count))):  # a parent that comes later, or itself
+        steps = list(map(sub, found, range(start - 1, start + count - 1)))  # 0: the parent is the line before
+        if max(steps) > 0:  # a parent that comes later, or itself
             self._forget(ids, by_id)
             return False
         if MISSING in found:
@@ -291,6 +297,7 @@ class SessionIndex:
                 if parent == MISSING:
                     self._note_orphan(seq, parent_ids[seq - start])  # type: ignore[arg-type]
         self.parents.extend(found)
+        self._note_jumps(start, steps)
         self._anchor_all(found, codes, start)
         return True
 
@@ -348,6 +355,29 @@ class SessionIndex:
             if named is not None and code in naming:
                 at = seq - start
                 self._apply_setting(kinds[at][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
+        self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)))
+
+    def _note_jumps(self, start: int, steps: Iterable[int]) -> None:
+        """Extend the jumps with entries `start`.. (`steps`: each one's parents column minus
+        (seq - 1)), when those before are listed. A parent adopted later stays a jump (it was
+        MISSING, it becomes a later line)."""
+        if self._jumps_to != start:
+            return
+        steps = list(steps)
+        if start == 0 and steps and not steps[0]:  # the first entry is a root: ROOT is -1 as well
+            self._jumps.append(0)
+        self._jumps.extend(compress(range(start, start + len(steps)), steps))
+        self._jumps_to = start + len(steps)
+
+    def jumps(self) -> list[int]:
+        """The seqs whose parent is not the line before them, and the first entry, ascending (the
+        list grows as entries are added). Kept as entries arrive; after a sidecar load, found
+        from the parents column on first use."""
+        count = len(self)
+        if self._jumps_to < count:
+            start = self._jumps_to
+            self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)))
+        return self._jumps
 
     def _naming_codes(self) -> frozenset[int]:
         """The kinds codes of entries that change labels or the name."""
@@ -399,6 +429,7 @@ class SessionIndex:
         self.lengths.extend([lengths[seq] for seq in seqs])
         self.offsets.extend(offsets)
         self.parents.extend(range(start - 1, start + count - 1))
+        self._note_jumps(start, [0] * count)
         self.kinds.codes.extend(new_codes)
         self._copy_settings(source, seqs, start)
         self._anchor_chain(start, new_codes)

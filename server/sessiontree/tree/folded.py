@@ -5,9 +5,9 @@ resumes. So the index's parents column is almost everywhere `seq - 1`; the few e
 not (the *jumps*) describe the whole shape. The folded tree is made from them: an entry with more
 than one child starts indented branches; a stretch of consecutive entries that each have one child
 and nothing to show (no label, not a compaction or branch summary, not the leaf) becomes one *run*
-row with its length, listed entry by entry only when asked. Jumps are found by comparing the
-parents column with `seq - 1` as whole buffers, and extended as entries arrive, so a call costs
-about the number of jumps, branch points and rows, not the number of entries.
+row with its length, listed entry by entry only when asked. The index lists the jumps as entries
+arrive (`SessionIndex.jumps`), so the first page costs about the number of jumps and of entries
+worth a row, sorted once, and later pages only their own rows; nothing here is per entry.
 
 Rows come in pi's `getTree` order (depth-first, siblings by timestamp), indented once per branch.
 """
@@ -15,9 +15,13 @@ Rows come in pi's `getTree` order (depth-first, siblings by timestamp), indented
 from __future__ import annotations
 
 import re
+import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from functools import partial
+from itertools import accumulate, islice, repeat
+from operator import add, gt, sub
 from typing import Any
 
 from ..store import SessionIndex
@@ -26,7 +30,7 @@ from .tree import _ms, _parents
 
 Preview = Callable[[int], str | None]
 _SHOWN_TYPES = frozenset({"compaction", "branch_summary"})  # always rows of their own
-_NONZERO = re.compile(rb"[^\x00]+")
+_MARKED = re.compile(b"\x01")
 
 
 class Row:
@@ -42,49 +46,28 @@ class Row:
         return self.last > self.first
 
 
-class Shape:
-    """Where the parents column departs from `seq - 1`, kept up to date as entries arrive."""
-
-    def __init__(self) -> None:
-        self.covered = 0  # entries looked at
-        self.jumps: list[int] = []  # seqs whose parent is not the entry before them, ascending
-
-    def update(self, index: SessionIndex) -> None:
-        count = len(index)
-        if count > self.covered:
-            found = _jumps(index.parents, self.covered, count)
-            if self.covered == 0 and found[:1] != [0]:  # the first entry is a root: ROOT is -1 too
-                found.insert(0, 0)
-            self.jumps += found
-            self.covered = count
-
-
-def _jumps(parents: array[int], start: int, end: int) -> list[int]:
-    """The seqs in [start, end) whose parents entry is not seq - 1: XOR of the two buffers as big
-    integers, then the nonzero bytes found by a regex, all at C speed."""
-    if end - start < 64:
-        return [seq for seq in range(start, end) if parents[seq] != seq - 1]
-    expected = array("i", range(start - 1, end - 1)).tobytes()
-    found = memoryview(parents).cast("B")[4 * start : 4 * end].tobytes()
-    width = len(found)
-    diff = (int.from_bytes(found, "little") ^ int.from_bytes(expected, "little")).to_bytes(width, "little")
-    seqs: list[int] = []
-    for match in _NONZERO.finditer(diff):
-        first, last = match.start() // 4, (match.end() - 1) // 4
-        seqs.extend(range(start + first, start + last + 1))
-    return sorted(set(seqs))
-
-
 class FoldedTree:
-    """The rows of one version of the index with one leaf, and how to find an entry among them."""
+    """The rows of one version of the index with one leaf, and how to find an entry among them.
 
-    def __init__(self, index: SessionIndex, shape: Shape) -> None:
+    The entries fall into *stretches*: from a head (a root, an entry whose parent is not the line
+    before it, or the first child of a branch point) down the lines that follow it, each the only
+    child of the one before, to the first that branches, ends or is followed by a jump. Each stretch
+    is its head's row, then a row for each entry worth one (a *stop*: labelled, a compaction, the
+    leaf, a branch point, the stretch's end) with a run row before it where entries lie between. So
+    numbering the rows in file order is counting stops and gaps, done once over sorted columns; the
+    row order (depth first, siblings by time) only permutes whole stretches, and is walked when a
+    page past the first or a position is asked for. No row is made until a page needs it.
+    """
+
+    def __init__(self, index: SessionIndex) -> None:
         self.index = index
         count = len(index)
         if index.anchors_hold:  # no id repeats: the parents column is the tree
-            shape.update(index)
-            jumps = shape.jumps
-            parent_of = {seq: _jump_parent(index, seq) for seq in jumps}
+            jumps = index.jumps()
+            found = list(map(index.parents.__getitem__, jumps))
+            parent_of: dict[int, int | None] = dict(zip(jumps, found, strict=True))
+            for seq in [seq for seq, parent in zip(jumps, found, strict=True) if parent < 0 or parent == seq]:
+                parent_of[seq] = _jump_parent(index, seq)  # a root, a parent not in the file, its own parent
             shadowed: set[int] = set()
         else:  # a repeated id may move any parent: take pi's lookup for every entry (rare files)
             parents = _parents(index)
@@ -99,6 +82,7 @@ class FoldedTree:
         self.extra: dict[int, list[int]] = {}  # parent seq -> children that are jumps
         self._sorted: dict[int, list[int]] = {}  # children of the entries with jump children, in order
         roots: list[int] = []
+        later_parent = bool(shadowed)  # some entry may be on a cycle, which no root reaches
         for seq in jumps:
             parent = parent_of[seq]
             if parent is None:
@@ -106,13 +90,21 @@ class FoldedTree:
                     roots.append(seq)
             else:
                 self.extra.setdefault(parent, []).append(seq)
+                later_parent = later_parent or parent > seq
+        self.roots = roots
         self.leaf = index.by_id.get(index.leaf_id) if index.leaf_id is not None else None
-        shown = self._shown()
-        ends = (seq - 1 for seq in jumps if seq > 0)
-        self.stops = sorted({*shown, *self.extra, *ends, count - 1} - {-1})
-        self.shown = shown
+        self.shown = self._shown()
+        # Stretches by their heads; each ends on the line before the next head (or the last line).
+        self.heads = sorted({*jumps, *(seq + 1 for seq in self.extra if seq + 1 < count)})
+        # Every entry that is a row of its own, ascending, and the file-order row number of each.
+        stops = {*self.shown, *self.extra, *(seq - 1 for seq in jumps if seq > 0), *self.heads}
+        self._stops = sorted(stops | {count - 1}) if count else []
+        runs = accumulate(map(gt, map(sub, self._stops[1:], self._stops[:-1]), repeat(1)), initial=0)
+        self._numbers: list[int] = list(map(add, range(len(self._stops)), runs))  # a run row wherever stops are apart
+        self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
+        self._where: dict[int, int] | None = None  # stretch -> its place in row order
+        self._total = None if later_parent else (self._numbers[-1] + 1 if count else 0)
         self.path = self._leaf_path()
-        self.rows = self._rows(roots)
 
     # ------------------------------------------------------------------ shape
 
@@ -132,9 +124,9 @@ class FoldedTree:
         index = self.index
         shown = {self.leaf} if self.leaf is not None else set()
         kinds = index.kinds
-        for code, kind in enumerate(kinds.values):
-            if isinstance(kind, tuple) and kind[0] in _SHOWN_TYPES:
-                shown.update(_positions(kinds.codes, code))
+        wanted = [code for code, kind in enumerate(kinds.values) if isinstance(kind, tuple) and kind[0] in _SHOWN_TYPES]
+        if wanted:
+            shown.update(_positions(kinds.codes, wanted, len(kinds.values)))
         labelled = [target for target, (label, _) in index.labels.items() if label is not None]
         by_id = index.by_id if labelled else {}
         shown.update(seq for target in labelled if (seq := by_id.get(target)) is not None)
@@ -143,12 +135,17 @@ class FoldedTree:
     def _leaf_path(self) -> list[tuple[int, int]]:
         """The leaf's path as ascending intervals of seqs (each a stretch of natural parents)."""
         intervals: list[tuple[int, int]] = []
-        seq, seen = self.leaf, set()
-        while seq is not None and seq not in seen:
-            seen.add(seq)
-            jump = self.jumps[bisect_right(self.jumps, seq) - 1] if self.jumps and self.jumps[0] <= seq else 0
-            intervals.append((jump, seq))
-            seq = self.parent_of.get(jump)
+        jumps, parent_of, append = self.jumps, self.parent_of, intervals.append
+        seq: int | None = self.leaf
+        seen: set[int] | None = set() if self._total is None else None  # a cycle is possible: watch for one
+        while seq is not None:
+            if seen is not None:
+                if seq in seen:
+                    break
+                seen.add(seq)
+            jump = jumps[bisect_right(jumps, seq) - 1]  # jumps[0] is 0
+            append((jump, seq))
+            seq = parent_of[jump]
         intervals.reverse()
         return intervals
 
@@ -156,51 +153,130 @@ class FoldedTree:
         at = bisect_right(self.path, (seq, self.count)) - 1
         return at >= 0 and self.path[at][0] <= seq <= self.path[at][1]
 
-    # ------------------------------------------------------------------ rows
+    # ------------------------------------------------------------------ stretches
 
-    def _rows(self, roots: list[int]) -> list[Row]:
-        rows: list[Row] = []
-        seen: set[int] = set()
-        stack = [(root, 0) for root in reversed(roots)]
+    def _stretch_of(self, seq: int) -> int:
+        return bisect_right(self.heads, seq) - 1
+
+    def _number(self, seq: int) -> int:
+        """The file-order row number of the row that shows `seq` (a stop, or a run)."""
+        at = bisect_left(self._stops, seq)
+        number = self._numbers[at]
+        return number if self._stops[at] == seq else number - 1  # inside the run before that stop
+
+    def _span(self, stretch: int) -> tuple[int, int]:
+        """The file-order row numbers of a stretch's rows: first, and one past the last."""
+        heads = self.heads
+        first = self._number(heads[stretch])
+        return first, self._number(heads[stretch + 1]) if stretch + 1 < len(heads) else self._numbers[-1] + 1
+
+    def _stretches(self, where: Callable[[int], int]) -> Iterator[tuple[int, int]]:
+        """(stretch, indent) in row order: depth first from the roots in file order, siblings by
+        time. `where`: the stretch a head starts."""
+        heads, extra, children, count = self.heads, self.extra, self.children, self.count
+        last, seen = len(heads) - 1, bytearray(len(heads))
+        stack = [(where(root), 0) for root in reversed(self.roots)]
+        pop, push = stack.pop, stack.append
         while stack:
-            head, indent = stack.pop()
-            if head in seen:  # a parent cycle through a repeated id: never walk it twice
+            stretch, indent = pop()
+            if seen[stretch]:  # a parent cycle through a repeated id: never walk it twice
                 continue
-            stack.extend(self._chain(head, indent, rows, seen))
-        return rows
+            seen[stretch] = 1
+            yield stretch, indent
+            end = heads[stretch + 1] - 1 if stretch < last else count - 1
+            if end in extra:
+                kids = children(end)
+                if len(kids) == 1:  # the chain goes on at the same indent
+                    push((where(kids[0]), indent))
+                else:
+                    stack.extend([(where(kid), indent + 1) for kid in reversed(kids)])
 
-    def _chain(self, seq: int, indent: int, rows: list[Row], seen: set[int]) -> Iterable[tuple[int, int]]:
-        """Rows of the chain from `seq` until it ends or branches; returns the branches to walk."""
-        rows.append(Row(seq, seq, indent))
-        seen.add(seq)
-        while True:
-            kids = self.children(seq)
-            if len(kids) != 1:
-                return [(kid, indent + 1) for kid in reversed(kids)]
-            kid = kids[0]
-            if kid in seen:  # a parent cycle through a repeated id: stop where it would repeat
-                return []
-            if kid == seq + 1 and kid not in self.shown and kid not in self.extra:
-                stop = self.stops[bisect_left(self.stops, kid)]  # the chain's next entry worth a row
-                if stop > kid:
-                    rows.append(Row(kid, stop - 1, indent))
-                kid = stop
-            rows.append(Row(kid, kid, indent))
-            seen.add(kid)
-            seq = kid
+    def _walk(self) -> tuple[list[int], list[int], list[int]]:
+        """Every reached stretch in row order, its indent, and the position of its first row."""
+        if self._walked is None:
+            where = dict(zip(self.heads, range(len(self.heads)), strict=True))
+            walked = list(self._stretches(where.__getitem__))
+            order, indents = [stretch for stretch, _ in walked], [indent for _, indent in walked]
+            firsts = self._firsts()
+            lengths = [firsts[stretch + 1] - firsts[stretch] for stretch in order]
+            self._walked = (order, indents, list(accumulate(lengths, initial=0)))
+            self._total = self._walked[2][-1]
+        return self._walked
+
+    def _firsts(self) -> list[int]:
+        """Each stretch's first row number in file order, and the number of rows after the last."""
+        stops, numbers = self._stops, self._numbers
+        found = [numbers[at] for at in map(bisect_left, repeat(stops), self.heads)]
+        found.append(numbers[-1] + 1 if numbers else 0)
+        return found
+
+    @property
+    def total(self) -> int:
+        """Rows in all (entries on a parent cycle, which no root reaches, have none)."""
+        if self._total is None:
+            self._walk()
+        assert self._total is not None
+        return self._total
+
+    def _rows_of(self, stretch: int, indent: int, start: int = 0) -> Iterator[Row]:
+        """A stretch's rows, from its `start`th."""
+        first, end = self._span(stretch)
+        stops, numbers = self._stops, self._numbers
+        at = bisect_left(numbers, first + start)
+        number = first + start
+        while number < end:
+            if numbers[at] == number:
+                seq = stops[at]
+                yield Row(seq, seq, indent)
+                at += 1
+            else:  # the run between the stop before and this one
+                yield Row(stops[at - 1] + 1, stops[at] - 1, indent)
+            number += 1
+
+    def page(self, offset: int, limit: int) -> list[Row]:
+        """The rows at positions offset..offset + limit - 1."""
+        found: list[Row] = []
+        if self._walked is None and offset == 0:  # the first page: walk only as far as it goes
+            for stretch, indent in self._stretches(partial(bisect_left, self.heads)):
+                found.extend(islice(self._rows_of(stretch, indent), limit - len(found)))
+                if len(found) >= limit:
+                    break
+            return found
+        order, indents, firsts = self._walk()
+        at = bisect_right(firsts, offset) - 1
+        while at < len(order) and len(found) < limit:
+            rows = self._rows_of(order[at], indents[at], offset - firsts[at] if offset > firsts[at] else 0)
+            found.extend(islice(rows, limit - len(found)))
+            at += 1
+        return found
+
+    @property
+    def rows(self) -> list[Row]:
+        """Every row in order."""
+        return self.page(0, self.total) if self.total else []
 
     def find(self, seq: int) -> int | None:
         """The position of the row that shows `seq` (itself, or the run it is in)."""
-        for position, row in enumerate(self.rows):
-            if row.first <= seq <= row.last:
-                return position
-        return None
+        if not 0 <= seq < self.count:
+            return None
+        order, _, firsts = self._walk()
+        stretch = self._stretch_of(seq)
+        if self._where is None:
+            self._where = {stretch: at for at, stretch in enumerate(order)}
+        at = self._where.get(stretch)
+        if at is None:
+            return None
+        return firsts[at] + self._number(seq) - self._number(self.heads[stretch])
 
 
 def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
     """Sorted as pi sorts siblings (by time, stable); timestamps as pi writes them compare as text."""
     if len(kids) < 2:
         return kids
+    if len(kids) == 2:  # the usual branch point: two children, stamped as pi writes them
+        first, second = stamps[kids[0]], stamps[kids[1]]
+        if type(first) is str and type(second) is str and len(first) == len(second) == 24 and first[-1] == second[-1] == "Z":
+            return kids if first <= second else [kids[1], kids[0]]
     found = [stamps[kid] for kid in kids]
     if all(type(stamp) is str and len(stamp) == 24 and stamp[-1] == "Z" for stamp in found):
         return [kid for _, kid in sorted(zip(found, kids, strict=True), key=lambda pair: pair[0])]
@@ -214,15 +290,23 @@ def _jump_parent(index: SessionIndex, seq: int) -> int | None:
     return None if parent == seq else parent  # its own parent: a root, as pi's getTree makes it
 
 
-def _positions(codes: array[int], code: int) -> list[int]:
-    found, start = [], 0
-    try:
-        while True:
-            start = codes.index(code, start)
-            found.append(start)
-            start += 1
-    except ValueError:
-        return found
+def _positions(codes: array[int], wanted: list[int], distinct: int) -> list[int]:
+    """The seqs whose code is one of `wanted` (of `distinct` codes), found in the column's bytes at C speed."""
+    data, size = codes.tobytes(), codes.itemsize
+    if distinct <= 256 and size == 4 and sys.byteorder == "little":  # every code is its low byte: mark those
+        table = bytes(1 if code in wanted else 0 for code in range(256))
+        return [match.start() for match in _MARKED.finditer(data[::4].translate(table))]
+    found = []  # codes of more than one byte (in odd files only)
+    for code in wanted:
+        pattern = array(codes.typecode, [code]).tobytes()
+        at = data.find(pattern)
+        while at >= 0:
+            if at % size:  # straddles two codes
+                at = data.find(pattern, at + 1)
+                continue
+            found.append(at // size)
+            at = data.find(pattern, at + size)
+    return found
 
 
 def row_of(tree: FoldedTree, row: Row, preview: Preview) -> TreeRow:
