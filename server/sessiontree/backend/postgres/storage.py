@@ -9,7 +9,7 @@ database; `append` adds the rows, updates the summary, notifies, and commits bef
 
 from __future__ import annotations
 
-import collections
+import bisect
 import contextlib
 import errno
 from collections.abc import Iterator
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+import psycopg
 
 from ...listing import Summary
 from .database import Database
@@ -69,6 +70,44 @@ def pieces(data: bytes, start: int) -> Iterator[tuple[int, bytes]]:
         at = stop
 
 
+class BlockCache:
+    """Blocks of a session's bytes by where they start, found by bisection; the oldest go first
+    when more than `limit` bytes are kept. Bytes never change once written, so nothing goes stale."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._starts: list[int] = []  # sorted
+        self._blocks: dict[int, bytes] = {}  # in the order they came
+        self._size = 0
+
+    def get(self, offset: int, length: int) -> bytes | None:
+        at = bisect.bisect_right(self._starts, offset) - 1
+        if at < 0:
+            return None
+        start = self._starts[at]
+        block = self._blocks[start]
+        if offset + length > start + len(block):
+            return None
+        return block[offset - start : offset - start + length]
+
+    def put(self, start: int, block: bytes) -> None:
+        if start in self._blocks:
+            self._size -= len(self._blocks.pop(start))
+        else:
+            bisect.insort(self._starts, start)
+        self._blocks[start] = block
+        self._size += len(block)
+        while self._size > self.limit and len(self._blocks) > 1:
+            oldest = next(iter(self._blocks))
+            self._size -= len(self._blocks.pop(oldest))
+            self._starts.remove(oldest)
+
+    def clear(self) -> None:
+        self._starts.clear()
+        self._blocks.clear()
+        self._size = 0
+
+
 class _RowLock:
     """Re-entrant: the outermost holder's transaction is the lock."""
 
@@ -103,8 +142,7 @@ class PostgresStorage:
         self._gone = False
         self._lock = _RowLock(self)
         self._summary: Summary | None = None  # as the locked row has it
-        self._blocks: collections.OrderedDict[int, bytes] = collections.OrderedDict()
-        self._cached = 0
+        self._cache = BlockCache(CACHE_BYTES)
 
     # ------------------------------------------------------------------ size and identity
 
@@ -173,10 +211,8 @@ class PostgresStorage:
             "last": summary.last_activity,
             "channel": CHANNEL,
         }
-        with self.db.errors():
-            connection = self.db.connection()
-            connection.execute(_APPEND, params)
-            connection.execute("COMMIT")
+        with self.db.errors(), psycopg.ClientCursor(self.db.connection()) as cursor:
+            cursor.execute(_APPEND + "; COMMIT", params)  # bound here, so both go in one round trip
         self._size = start + len(data)
         return start
 
@@ -197,34 +233,25 @@ class PostgresStorage:
     def read(self, offset: int, length: int) -> bytes:
         if length <= 0:
             return b""
-        for start, block in reversed(self._blocks.items()):
-            if start <= offset and offset + length <= start + len(block):
-                return block[offset - start : offset - start + length]
+        found = self._cache.get(offset, length)
+        if found is not None:
+            return found
         start, block = self._fetch(offset, offset + max(length, READ_AHEAD))
         return block[offset - start : offset - start + length]
 
     def _fetch(self, start: int, stop: int) -> tuple[int, bytes]:
-        with self.db.errors():
-            rows = self.db.connection().execute(_READ, {"sid": self.sid, "start": start, "stop": stop}).fetchall()
+        """The rows from the one holding `start` to `stop`, joined; binary, so bytea is not hex-decoded."""
+        with self.db.errors(), self.db.connection().cursor(binary=True) as cursor:
+            rows = cursor.execute(_READ, {"sid": self.sid, "start": start, "stop": stop}).fetchall()
         if not rows:
             return start, b""
         first = int(rows[0][0])
-        block = b"".join(bytes(data) for _, data in rows)
-        self._remember(first, block)
+        block = b"".join([data for _, data in rows])
+        self._cache.put(first, block)
         return first, block
 
-    def _remember(self, start: int, block: bytes) -> None:
-        old = self._blocks.pop(start, None)
-        self._cached -= len(old) if old is not None else 0
-        self._blocks[start] = block
-        self._cached += len(block)
-        while self._cached > CACHE_BYTES and len(self._blocks) > 1:
-            _, dropped = self._blocks.popitem(last=False)
-            self._cached -= len(dropped)
-
     def close(self) -> None:
-        self._blocks.clear()
-        self._cached = 0
+        self._cache.clear()
         with contextlib.suppress(Exception):
             if self._lock.depth:
                 self.db.end_transaction(commit=False)
