@@ -15,6 +15,7 @@ from .database import Connection
 from .storage import entry_id_of, pieces
 
 _COPY = "COPY sessiontree.lines (sid, off, entry_id, data) FROM STDIN (FORMAT BINARY)"
+_BATCH = 4 * 1024 * 1024  # bytes of lines copied in one COPY
 
 
 def directory_of(name: str) -> str:
@@ -75,17 +76,33 @@ def insert_session(connection: Connection, name: str, lines: Iterable[bytes]) ->
 def add_lines(connection: Connection, sid: int, start: int, summary: Summary, lines: Iterable[bytes], skip: int = 0) -> int:
     """Copy lines into the session at `start` and bring its row up to date (the first `skip` lines,
     up to the header, are not summarised); returns the new size."""
-    end = start
-    with connection.cursor() as cursor, cursor.copy(_COPY) as copy:
-        copy.set_types(["int8", "int8", "text", "bytea"])
-        for number, line in enumerate(lines):
-            copy.write_row((sid, end, entry_id_of(line), line))
-            end += len(line)
-            if number >= skip and line.endswith(b"\n") and len(line) > 1:
-                summary.add(line[:-1])
+    end, number = start, 0
+    for batch in _batches(lines):  # each read before its COPY: they may come from this connection (a fork)
+        with connection.cursor() as cursor, cursor.copy(_COPY) as copy:
+            copy.set_types(["int8", "int8", "text", "bytea"])
+            for line in batch:
+                copy.write_row((sid, end, entry_id_of(line), line))
+                end += len(line)
+                if number >= skip and line.endswith(b"\n") and len(line) > 1:
+                    summary.add(line[:-1])
+                number += 1
     connection.execute(
         "UPDATE sessiontree.sessions SET size = %s, updated = now(), message_count = %s, first_message = %s,"
         " title = %s, last_activity = %s WHERE sid = %s",
         (end, summary.message_count, summary.first_message, summary.name, summary.last_activity, sid),
     )
     return end
+
+
+def _batches(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """The lines in lists of about _BATCH bytes."""
+    batch: list[bytes] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line)
+        if size >= _BATCH:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
