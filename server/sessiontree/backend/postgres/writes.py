@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import Any
@@ -16,6 +17,12 @@ from .storage import entry_id_of, pieces
 
 _COPY = "COPY sessiontree.lines (sid, off, entry_id, data) FROM STDIN (FORMAT BINARY)"
 _BATCH = 4 * 1024 * 1024  # bytes of lines copied in one COPY
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")  # in a JSON string, but not in a PostgreSQL text value
+
+
+def storable(text: str | None) -> str | None:
+    """A summary's text as a text column can hold it: NUL and lone surrogates become U+FFFD."""
+    return None if text is None else _NOT_TEXT.sub("\ufffd", text)
 
 
 def directory_of(name: str) -> str:
@@ -89,7 +96,7 @@ def add_lines(connection: Connection, sid: int, start: int, summary: Summary, li
     connection.execute(
         "UPDATE sessiontree.sessions SET size = %s, updated = now(), message_count = %s, first_message = %s,"
         " title = %s, last_activity = %s WHERE sid = %s",
-        (end, summary.message_count, summary.first_message, summary.name, summary.last_activity, sid),
+        (end, summary.message_count, storable(summary.first_message), storable(summary.name), summary.last_activity, sid),
     )
     return end
 
