@@ -1,0 +1,280 @@
+"""`sessiontree push`, `pull` and `store migrate`, run as the commands they are, on a throwaway PostgreSQL.
+
+A push then a pull gives back the very bytes (every pi-quirks file: BOM, CRLF, malformed and torn
+lines, duplicate ids); pushing again adds nothing, a grown file adds only its new lines, and a file
+that went its own way adds the entries the store lacks, once. A pull leaves an identical file alone,
+extends a prefix and refuses a different file. The DSN's password is never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from sessiontree import protocol as p
+from sessiontree.service import ServiceConfig, SessionService
+from support.sessions import PI_QUIRK_CASES
+
+NO_HEADER = ["05-no-header.jsonl", "08-empty.jsonl"]
+SESSIONS = [case.name for case in sorted(PI_QUIRK_CASES.glob("*.jsonl")) if case.name not in NO_HEADER]
+VALID = "01-valid.jsonl"
+PASSWORD = "secret-pw"
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SESSIONTREE_STORE", "SESSIONTREE_SESSIONS_DIR")}
+    return subprocess.run(
+        [sys.executable, "-m", "sessiontree", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+
+def push(dsn: str, root: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    return cli("push", *paths, "--store", dsn, "--sessions-dir", root)
+
+
+def pull(dsn: str, root: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    return cli("pull", "--store", dsn, "--sessions-dir", root, "--", *names)
+
+
+def outcomes(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """name -> outcome, from the command's lines (`<sign> <outcome> <name>[ (amount)][: note]`)."""
+    found = {}
+    for line in done.stdout.splitlines():
+        _, outcome, rest = line.split(maxsplit=2)
+        found[rest.split(" (")[0].split(": ")[0]] = outcome
+    return found
+
+
+def sql(dsn: str, query: str, *args: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        return connection.execute(query, args).fetchall()
+
+
+def line_count(dsn: str, name: str | None = None) -> int:
+    if name is None:
+        return int(sql(dsn, "SELECT count(*) FROM sessiontree.lines")[0][0])
+    query = "SELECT count(*) FROM sessiontree.lines JOIN sessiontree.sessions USING (sid) WHERE name = %s"
+    return int(sql(dsn, query, name)[0][0])
+
+
+def stored_bytes(dsn: str, name: str) -> bytes:
+    rows = sql(
+        dsn,
+        "SELECT data FROM sessiontree.lines JOIN sessiontree.sessions USING (sid) WHERE name = %s ORDER BY off",
+        name,
+    )
+    return b"".join(bytes(data) for (data,) in rows)
+
+
+def place(root: Path, case: str, name: str | None = None) -> Path:
+    target = root / "--home-user-project--" / (name or case)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(PI_QUIRK_CASES / case, target)
+    return target
+
+
+def entry(entry_id: str, parent: str | None, text: str) -> bytes:
+    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1735689700000}
+    value = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2025-01-01T00:01:40.000Z",
+        "message": message,
+    }
+    return json.dumps(value).encode() + b"\n"
+
+
+def last_id(path: Path) -> str:
+    return str(json.loads(path.read_bytes().splitlines()[-1])["id"])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+# --------------------------------------------------------------------------- push, then pull
+
+
+def test_push_then_pull_gives_back_the_very_bytes_of_every_quirk_file(pg_dsn: str, root: Path, tmp_path: Path) -> None:
+    files = {case: place(root, case) for case in SESSIONS}
+    pushed = push(pg_dsn, root, root)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    names = {f"--home-user-project--/{case}": case for case in SESSIONS}
+    assert outcomes(pushed) == dict.fromkeys(names, "created")
+    for name, case in names.items():
+        assert line_count(pg_dsn, name) == len(files[case].read_bytes().splitlines(keepends=True)), case
+    elsewhere = tmp_path / "pulled"
+    pulled = pull(pg_dsn, elsewhere)  # every session in the store
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert outcomes(pulled) == dict.fromkeys(names, "created")
+    differing = [case for name, case in names.items() if (elsewhere / name).read_bytes() != files[case].read_bytes()]
+    assert not differing
+
+
+def test_a_repeated_push_is_unchanged_and_adds_no_row(pg_dsn: str, root: Path) -> None:
+    path = place(root, "24-crlf.jsonl")
+    assert outcomes(push(pg_dsn, root, path)) == {"--home-user-project--/24-crlf.jsonl": "created"}
+    rows = line_count(pg_dsn)
+    again = push(pg_dsn, root, path)
+    assert again.returncode == 0
+    assert outcomes(again) == {"--home-user-project--/24-crlf.jsonl": "unchanged"}
+    assert line_count(pg_dsn) == rows
+
+
+@pytest.mark.parametrize("case", [VALID, "04-truncated-last.jsonl"])
+def test_a_file_that_grew_pushes_only_its_new_lines(case: str, pg_dsn: str, root: Path) -> None:
+    path = place(root, case)
+    name = f"--home-user-project--/{case}"
+    push(pg_dsn, root, path)
+    rows, size = line_count(pg_dsn, name), path.stat().st_size
+    torn = not path.read_bytes().endswith(b"\n")
+    grown = (b'"}\n' if torn else b"") + entry("9e000001", None, "one") + entry("9e000002", "9e000001", "two")
+    with path.open("ab") as out:
+        out.write(grown)
+    done = push(pg_dsn, root, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert outcomes(done) == {name: "appended"}
+    assert f"({len(grown):,} bytes)" in done.stdout
+    assert line_count(pg_dsn, name) == rows + 2 + torn  # a torn line's completion is a row of its own
+    assert stored_bytes(pg_dsn, name) == path.read_bytes()
+    assert size + len(grown) == path.stat().st_size
+
+
+def test_a_file_that_went_its_own_way_is_merged_by_id_once(pg_dsn: str, root: Path, tmp_path: Path) -> None:
+    path = place(root, VALID)
+    name = f"--home-user-project--/{VALID}"
+    push(pg_dsn, root, path)
+    # The store: two appends by a daemon serving it.
+    service = SessionService(ServiceConfig(root, store=pg_dsn))
+    try:
+        sid = service.open(p.OpenParams(str(path))).session_id
+        for text in ("daemon one", "daemon two"):
+            message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1735689800000}
+            service.append(p.AppendParams(sid, entry={"type": "message", "message": message}))
+    finally:
+        service.close_all()
+    daemon_rows = line_count(pg_dsn, name)
+    # The file: two other lines, and one the store already has.
+    original = path.read_bytes()
+    tail = original.splitlines(keepends=True)[-1]
+    with path.open("ab") as out:
+        out.write(entry("f11e0001", last_id(path), "file one") + entry("f11e0002", "f11e0001", "file two") + tail)
+    merged = push(pg_dsn, root, path)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert outcomes(merged) == {name: "merged"}
+    assert "(2 entries)" in merged.stdout
+    assert line_count(pg_dsn, name) == daemon_rows + 2
+    again = push(pg_dsn, root, path)
+    assert outcomes(again) == {name: "unchanged"}
+    assert line_count(pg_dsn, name) == daemon_rows + 2
+    ids = [json.loads(line).get("id") for line in stored_bytes(pg_dsn, name).splitlines()]
+    assert ids.count("f11e0001") == ids.count("f11e0002") == 1
+    assert stored_bytes(pg_dsn, name).startswith(original)
+
+
+# --------------------------------------------------------------------------- pull into existing files
+
+
+def test_pull_leaves_an_identical_file_extends_a_prefix_and_refuses_a_different_file(pg_dsn: str, root: Path) -> None:
+    path = place(root, "07-bom.jsonl")
+    name = f"--home-user-project--/{path.name}"
+    push(pg_dsn, root, path)
+    data = path.read_bytes()
+
+    same = pull(pg_dsn, root, name)
+    assert (same.returncode, outcomes(same)) == (0, {name: "unchanged"})
+    assert path.read_bytes() == data
+
+    path.write_bytes(data[: len(data) // 2])  # a prefix, cut inside a line
+    extended = pull(pg_dsn, root, name)
+    assert (extended.returncode, outcomes(extended)) == (0, {name: "appended"})
+    assert path.read_bytes() == data
+
+    different = data.replace(b'"user"', b'"USER"', 1)
+    assert different != data
+    for other in (different, data + b"\n", data[:10] + b"x"):
+        path.write_bytes(other)
+        refused = pull(pg_dsn, root, name)
+        assert (refused.returncode, outcomes(refused)) == (1, {name: "differs"}), refused.stdout
+        assert path.read_bytes() == other
+
+
+def test_files_without_a_header_fail_clearly(pg_dsn: str, root: Path) -> None:
+    paths = [place(root, case) for case in NO_HEADER]
+    done = push(pg_dsn, root, *paths)
+    assert done.returncode == 1
+    assert outcomes(done) == {f"--home-user-project--/{case}": "failed" for case in NO_HEADER}
+    assert done.stdout.count("holds no session header") == 2
+    assert sql(pg_dsn, "SELECT count(*) FROM sessiontree.sessions") == [(0,)]
+    elsewhere = push(pg_dsn, root, PI_QUIRK_CASES / NO_HEADER[0])  # no header, so no cwd to name it by
+    assert elsewhere.returncode == 1 and "holds no session header" in elsewhere.stdout
+
+
+# --------------------------------------------------------------------------- the password, the schema, names
+
+
+def test_the_dsn_password_is_never_printed(pg_dsn: str, root: Path, tmp_path: Path) -> None:
+    with_password = pg_dsn.replace("postgresql://postgres@", f"postgresql://postgres:{PASSWORD}@")
+    assert PASSWORD in with_password
+    path = place(root, VALID)
+    runs = [
+        cli("store", "migrate", "--store", with_password),
+        push(with_password, root, path),
+        push(with_password, root, path, root / "missing.jsonl"),
+        pull(with_password, tmp_path / "pulled"),
+        pull(with_password, root, "--home-user-project--/no-such.jsonl"),
+        push(with_password.replace(pg_dsn.rsplit("/", 1)[1].split("?")[0], "no_such_database"), root, path),
+        cli("store", "migrate", "--store", with_password.replace("host=", "port=1&host=")),
+    ]
+    assert [run.returncode for run in runs] == [0, 0, 1, 0, 1, 1, 1]
+    assert "no_such_database" in runs[5].stderr + runs[5].stdout  # the failure itself is shown
+    for run in runs:
+        assert PASSWORD not in run.stdout + run.stderr, run.args
+
+
+def test_store_migrate_creates_the_schema_then_says_up_to_date(pg_dsn: str) -> None:
+    first = cli("store", "migrate", "--store", pg_dsn)
+    assert first.returncode == 0, first.stderr
+    assert "(was 0)" in first.stdout
+    tables = {name for (name,) in sql(pg_dsn, "SELECT tablename FROM pg_tables WHERE schemaname = 'sessiontree'")}
+    assert {"sessions", "lines", "schema_version"} <= tables
+    second = cli("store", "migrate", "--store", pg_dsn)
+    assert second.returncode == 0
+    assert second.stdout.strip().endswith("up to date")
+    assert (
+        first.stdout.split(": schema version ")[1].split()[0]
+        == second.stdout.split(": schema version ")[1].split(",")[0]
+    )
+
+
+def test_names_are_paths_below_the_root_or_pi_s_place_for_the_header_cwd(
+    pg_dsn: str, root: Path, tmp_path: Path
+) -> None:
+    nested = root / "--somewhere--" / "deeper" / "a.jsonl"
+    nested.parent.mkdir(parents=True)
+    shutil.copyfile(PI_QUIRK_CASES / VALID, nested)
+    outside = tmp_path / "elsewhere" / "b.jsonl"
+    outside.parent.mkdir()
+    shutil.copyfile(PI_QUIRK_CASES / "24-crlf.jsonl", outside)
+    cwd = json.loads(outside.read_bytes().splitlines()[0])["cwd"]
+    done = push(pg_dsn, root, nested, outside)
+    assert done.returncode == 0, done.stdout + done.stderr
+    encoded = "--" + cwd.strip("/").replace("/", "-") + "--"
+    expected = {"--somewhere--/deeper/a.jsonl": "created", f"{encoded}/b.jsonl": "created"}
+    assert outcomes(done) == expected
+    assert sorted(name for (name,) in sql(pg_dsn, "SELECT name FROM sessiontree.sessions")) == sorted(expected)
