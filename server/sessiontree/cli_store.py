@@ -24,7 +24,13 @@ def add_commands(commands: Any) -> None:
     push = commands.add_parser("push", help="copy session files (or every .jsonl below directories) into a store")
     push.add_argument("paths", type=Path, nargs="+", metavar="FILE|DIR")
     pull = commands.add_parser("pull", help="write sessions from a store back as files under the sessions root")
-    pull.add_argument("names", nargs="*", metavar="NAME", help="paths below the sessions root (default: every session)")
+    pull.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="sessions by path (absolute, or below the sessions root; pi's names start with '--', so put them"
+        " after a lone '--': pull -- --home-me-project--/FILE.jsonl); default: every session",
+    )
     store = commands.add_parser("store", help="manage a store: `store migrate` brings its schema up to date")
     store.add_argument("action", choices=("migrate",))
     for parser in (push, pull, store):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +43,13 @@ _APPEND = (
     " first_message = %(first)s, title = %(title)s, last_activity = %(last)s WHERE sid = %(sid)s)"
     " SELECT pg_notify(%(channel)s, %(sid)s::text)"
 )
+
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")  # in a JSON string, but not in a PostgreSQL text value
+
+
+def storable(text: str | None) -> str | None:
+    """A summary's text as a text column can hold it: NUL and lone surrogates become U+FFFD."""
+    return None if text is None else _NOT_TEXT.sub("\ufffd", text)
 
 
 class _Id(msgspec.Struct):
@@ -206,8 +214,8 @@ class PostgresStorage:
             "data": [piece for _, piece in rows],
             "size": start + len(data),
             "count": summary.message_count,
-            "first": summary.first_message,
-            "title": summary.name,
+            "first": storable(summary.first_message),
+            "title": storable(summary.name),
             "last": summary.last_activity,
             "channel": CHANNEL,
         }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import Any
@@ -13,16 +12,10 @@ from ...errors import NotASessionFile, SessionExists
 from ...listing import Summary
 from ...store.lines import BOM
 from .database import Connection
-from .storage import entry_id_of, pieces
+from .storage import entry_id_of, pieces, storable
 
 _COPY = "COPY sessiontree.lines (sid, off, entry_id, data) FROM STDIN (FORMAT BINARY)"
 _BATCH = 4 * 1024 * 1024  # bytes of lines copied in one COPY
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")  # in a JSON string, but not in a PostgreSQL text value
-
-
-def storable(text: str | None) -> str | None:
-    """A summary's text as a text column can hold it: NUL and lone surrogates become U+FFFD."""
-    return None if text is None else _NOT_TEXT.sub("\ufffd", text)
 
 
 def directory_of(name: str) -> str:
@@ -53,6 +46,19 @@ def header_of(line: bytes) -> dict[str, Any] | None:
     return None
 
 
+def _header_or_refuse(line: bytes, name: str) -> dict[str, Any] | None:
+    """The header, None for a line a scan skips (blank, not JSON), and NotASessionFile for any other
+    first value: the file store would not open the session either."""
+    header = header_of(line)
+    if header is not None or not line.strip():
+        return header
+    try:
+        jsonfmt.loads(line[len(BOM) :] if line.startswith(BOM) else line)
+    except jsonfmt.JSONDecodeError:
+        return None
+    raise NotASessionFile("the first line is not a session header", path=name)
+
+
 def insert_session(connection: Connection, name: str, lines: Iterable[bytes]) -> tuple[int, dict[str, Any], int]:
     """A new session row and its lines, in the caller's transaction: (sid, header, size). The name
     must be free (SessionExists) and the lines must hold a session header (NotASessionFile)."""
@@ -62,13 +68,13 @@ def insert_session(connection: Connection, name: str, lines: Iterable[bytes]) ->
     buffered: list[bytes] = []
     header: dict[str, Any] | None = None
     feed = iter(lines)
-    for line in feed:  # the lines up to the header are kept too, in their place
+    for line in feed:  # blank or broken lines before the header are kept too, in their place
         buffered.append(line)
-        header = header_of(line.rstrip(b"\r\n"))
+        header = _header_or_refuse(line.rstrip(b"\r\n"), name)
         if header is not None:
             break
     if header is None:
-        raise NotASessionFile(f"{name} holds no session header", path=name)
+        raise NotASessionFile("it holds no session header", path=name)
     row = connection.execute(
         "INSERT INTO sessiontree.sessions (name, directory, header, size) VALUES (%s, %s, %s, 0) RETURNING sid",
         (name, directory_of(name), jsonfmt.dumps(header)),
