@@ -12,13 +12,13 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, ClassVar
 
 import pytest
+
+from support.daemon import RawDaemon, frame
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
@@ -85,92 +85,63 @@ class RpcError(Exception):
         super().__init__(f"{method}: {error.get('code')} {error.get('message')} {error.get('data')!r}")
 
 
-def _write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
-    body = js_json(message)
-    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stream.flush()
-
-
-def _read_message(stream: BinaryIO) -> dict[str, Any]:
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            raise EOFError("the daemon closed its stdout")
-        if line in (b"\r\n", b"\n"):
-            break
-        key, _, value = line.decode("ascii").partition(":")
-        if key.strip().lower() == "content-length":
-            length = int(value.strip())
-    if length is None:
-        raise ValueError("message without Content-Length")
-    return json.loads(stream.read(length))
-
-
-@dataclass
-class Daemon:
-    """A minimal JSON-RPC client over the daemon's stdio (LSP framing)."""
+class Daemon(RawDaemon):
+    """The daemon for the conformance runs: requests answered one at a time (or RpcError), its
+    notifications kept, JSON written as JavaScript writes it, its stderr in a log file."""
 
     Error: ClassVar[type[RpcError]] = RpcError
+    parse = staticmethod(json.loads)  # the daemon may rightly echo what orjson refuses (lone surrogates)
 
-    proc: subprocess.Popen[bytes]
-    sessions_dir: Path
-    next_id: int = 0
-    notifications: list[dict[str, Any]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    inbox: queue.Queue[dict[str, Any] | None] = field(default_factory=queue.Queue)
+    def __init__(self, sessions_dir: Path, log_path: Path, *extra: str) -> None:
+        # SESSIONTREE_CONFORMANCE_DAEMON: another command to start the daemon (e.g. an installed build).
+        command = shlex.split(os.environ.get("SESSIONTREE_CONFORMANCE_DAEMON", "")) or None
+        super().__init__(
+            "--sessions-dir", str(sessions_dir), *extra, command=command, stderr_to=log_path, env={"PYTHONUNBUFFERED": "1"}
+        )
+        self.sessions_dir = sessions_dir
+        self.notifications: list[dict[str, Any]] = []
+        self.next_id = 0
 
-    def __post_init__(self) -> None:
-        # A reader thread, so that a request the daemon never answers fails instead of hanging.
-        threading.Thread(target=self._read_loop, daemon=True).start()
-
-    def _read_loop(self) -> None:
-        assert self.proc.stdout is not None
-        try:
-            while True:
-                self.inbox.put(_read_message(self.proc.stdout))
-        except (EOFError, ValueError, OSError):
-            self.inbox.put(None)
+    def _output_ended(self) -> None:
+        self.messages.put(EOFError("the daemon closed its stdout"))
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        with self.lock:
-            self.next_id += 1
-            rid = self.next_id
-            message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-            if params is not None:
-                message["params"] = params
-            assert self.proc.stdin is not None and self.proc.stdout is not None
-            _write_message(self.proc.stdin, message)
-            while True:
-                try:
-                    reply = self.inbox.get(timeout=RPC_TIMEOUT_S)
-                except queue.Empty:
-                    raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
-                if reply is None:
-                    self.inbox.put(None)
-                    raise EOFError("the daemon closed its stdout")
-                if "method" in reply:
-                    self._on_server_message(reply)
-                    continue
-                if reply.get("id") is None and "error" in reply:
-                    raise RpcError(method, reply["error"])  # unattributable (e.g. a parse error): ours, requests are sequential
-                if reply.get("id") != rid:
-                    continue
-                if "error" in reply:
-                    raise RpcError(method, reply["error"])
-                return reply.get("result")
+        self.next_id += 1
+        rid = self.next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(frame(js_json(message)))
+        while True:
+            try:
+                reply = self.messages.get(timeout=RPC_TIMEOUT_S)
+            except queue.Empty:
+                raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+            if isinstance(reply, EOFError):
+                self.messages.put(reply)
+                raise reply
+            if isinstance(reply, Exception):
+                raise reply
+            if "method" in reply:
+                self._on_server_message(reply)
+                continue
+            if reply.get("id") is None and "error" in reply:
+                raise RpcError(method, reply["error"])  # unattributable (e.g. a parse error): ours, requests are sequential
+            if reply.get("id") != rid:
+                continue
+            if "error" in reply:
+                raise RpcError(method, reply["error"])
+            return reply.get("result")
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        assert self.proc.stdin is not None
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        _write_message(self.proc.stdin, message)
+        self.send(frame(js_json(message)))
 
     def _on_server_message(self, message: dict[str, Any]) -> None:
         if "id" in message:  # a server-to-client request: we offer nothing
-            assert self.proc.stdin is not None
-            _write_message(self.proc.stdin, {"jsonrpc": "2.0", "id": message["id"], "result": None})
+            self.send(frame(js_json({"jsonrpc": "2.0", "id": message["id"], "result": None})))
         else:
             self.notifications.append(message)
 
@@ -178,29 +149,18 @@ class Daemon:
         try:
             self.request("shutdown")
             self.notify("exit")
-            self.proc.wait(timeout=10)
+            self.process.wait(timeout=10)
         except Exception:
-            self.proc.kill()
-            self.proc.wait()
+            self.process.kill()
+            self.process.wait()
 
 
-def start_daemon(sessions_dir: Path, log_path: Path) -> Daemon:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    log = log_path.open("wb")
-    # SESSIONTREE_CONFORMANCE_DAEMON: another command to start the daemon (e.g. an installed build).
-    command = shlex.split(os.environ.get("SESSIONTREE_CONFORMANCE_DAEMON", "")) or [sys.executable, "-m", "sessiontree"]
-    proc = subprocess.Popen(
-        [*command, "serve", "--sessions-dir", str(sessions_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        env=env,
-    )
-    daemon = Daemon(proc, sessions_dir)
+def start_daemon(sessions_dir: Path, log_path: Path, *extra: str) -> Daemon:
+    daemon = Daemon(sessions_dir, log_path, *extra)
     try:
         daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
     except (EOFError, OSError) as exc:
-        proc.kill()
+        daemon.kill()
         pytest.fail(f"the daemon did not start ({exc}); its stderr:\n{log_path.read_text(errors='replace')[-3000:]}")
     daemon.notify("initialized", {})
     return daemon

@@ -16,7 +16,6 @@ daemon answers for every leaf.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pi_harness import Daemon, RpcError
+from pi_harness import Daemon, RpcError, start_daemon
 from test_pi_conformance import (
     BY_NAME,
     CASES,
@@ -91,17 +90,7 @@ class InProcess:
 
 def _serve(root: Path, dsn: str, log: Path) -> Daemon:
     """A daemon over stdio serving the store (its stderr to `log`)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), "--store", dsn],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=log.open("wb"),
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    daemon = Daemon(proc, root)
-    daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
-    daemon.notify("initialized", {})
-    return daemon
+    return start_daemon(root, log, "--store", dsn)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +55,21 @@ class RawDaemon:
         env: dict[str, str] | None = None,
         reader: bool = True,
         preexec: Callable[[], None] | None = None,
+        command: Sequence[str] | None = None,
+        stderr_to: Path | None = None,
     ) -> None:
         """`reader=False`: nothing reads the output until the test calls `read_frame` (a client
         that stops reading); else a thread queues every message for `next`. `preexec` runs in the
-        child before the daemon starts (a resource limit, say)."""
-        command = [sys.executable, "-m", "sessiontree", "serve", *args]
+        child before the daemon starts (a resource limit, say). `command`: what runs before
+        `serve` (default: this Python's `-m sessiontree`); `stderr_to`: a file for the daemon's
+        stderr (default: kept in memory, see `stderr`)."""
+        program = list(command or [sys.executable, "-m", "sessiontree"])
+        self._stderr_file = stderr_to.open("wb") if stderr_to is not None else None
         self.process = subprocess.Popen(
-            command,
+            [*program, "serve", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._stderr_file or subprocess.PIPE,
             env={**os.environ, **(env or {})},
             preexec_fn=preexec,
         )
@@ -72,7 +77,8 @@ class RawDaemon:
         self._stderr: list[bytes] = []
         if reader:
             threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        if self._stderr_file is None:
+            threading.Thread(target=self._read_stderr, daemon=True).start()
 
     # ----------------------------------------------------------------- I/O
 
