@@ -8,7 +8,7 @@ once index each line once: the second waits, then goes on from where the first s
 The refresh runs in a worker thread on a connection of its own; searches use the daemon's.
 
 Queries take the file store's syntax (checked by SQLite first, so errors read the same) and
-become tsqueries (fts.py). Hits are ranked as the file store ranks them, in windows of the
+become tsqueries (fts_query.py). Hits are ranked as the file store ranks them, in windows of the
 newest matches (by `seq`, the order entries were indexed, which follows the order they were
 written), by ts_rank within a window; cursors pin the newest row of the first page.
 """
@@ -26,7 +26,8 @@ from ...search import RANK_WINDOW, LeafPath, RefreshStats, SearchHit, SearchPage
 from ...search import query as q
 from ...search.refresh import _entry_row as entry_row  # the file store's rows: the same entries, the same text
 from .database import Connection, Database
-from .fts import Compiled, compile_expression, marked_snippet, tsvector
+from .fts import marked_snippet, tsvector
+from .fts_query import Compiled, compile_expression
 from .schema import VERSION, installed_version, migrate
 
 Progress = Callable[[int, int], None]
