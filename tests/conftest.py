@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import tempfile
@@ -10,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.postgres import Cluster, server_bin
+from support.postgres import Cluster, running_cluster
 
 
 def pytest_configure() -> None:
@@ -20,26 +19,12 @@ def pytest_configure() -> None:
 
 # ---------------------------------------------------------------------- PostgreSQL
 
-_REQUIRE_POSTGRES = "SESSIONTREE_REQUIRE_POSTGRES"  # `make test` sets it: there a missing server fails
-
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
     """One throwaway PostgreSQL server for the run (see support/postgres.py)."""
-    bin_dir = server_bin()
-    if bin_dir is None:
-        if os.environ.get(_REQUIRE_POSTGRES):
-            pytest.fail("PostgreSQL is not installed: `make postgres` installs it")
-        pytest.skip("PostgreSQL is not installed (`make postgres`)")
-    cluster = Cluster(bin_dir)
-    try:
-        cluster.init()
-        cluster.start()
+    with running_cluster() as cluster:
         yield cluster
-    finally:
-        with contextlib.suppress(Exception):
-            cluster.stop("immediate")
-        cluster.remove()
 
 
 @pytest.fixture

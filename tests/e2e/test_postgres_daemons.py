@@ -24,7 +24,7 @@ import pytest
 
 from support.daemon import RawDaemon, request
 from support.messages import user_entry
-from support.postgres import Cluster, server_bin
+from support.postgres import Cluster, running_cluster
 
 STORE_UNAVAILABLE = -32023
 LEAF_CONFLICT = -32012
@@ -447,18 +447,8 @@ def test_daemon_killed_holding_the_row_lock(start_daemon: Start, sessions_dir: P
 @pytest.fixture(scope="module")
 def own_cluster() -> Iterator[Cluster]:
     """A server of this module's own, to be stopped and started without disturbing other tests."""
-    bin_dir = server_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL is not installed (`make postgres`)")
-    cluster = Cluster(bin_dir)
-    try:
-        cluster.init()
-        cluster.start()
+    with running_cluster() as cluster:
         yield cluster
-    finally:
-        with contextlib.suppress(Exception):
-            cluster.stop("immediate")
-        cluster.remove()
 
 
 def test_server_restarted_mid_session(start_daemon: Start, sessions_dir: Path, own_cluster: Cluster) -> None:

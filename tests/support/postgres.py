@@ -7,12 +7,14 @@ creates. Debian keeps the programs outside PATH, under /usr/lib/postgresql/<majo
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,31 @@ def server_bin() -> Path | None:
         return Path(found).parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     return Path(candidates[-1]).parent if candidates else None
+
+
+REQUIRE_ENV = "SESSIONTREE_REQUIRE_POSTGRES"  # `make test` sets it: there a missing server fails
+
+
+@contextlib.contextmanager
+def running_cluster() -> Iterator[Cluster]:
+    """A throwaway server, started, and stopped and removed afterwards. Without PostgreSQL the test
+    is skipped, or fails where $SESSIONTREE_REQUIRE_POSTGRES says it must run."""
+    import pytest
+
+    bin_dir = server_bin()
+    if bin_dir is None:
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail("PostgreSQL is not installed: `make postgres` installs it")
+        pytest.skip("PostgreSQL is not installed (`make postgres`)")
+    cluster = Cluster(bin_dir)
+    try:
+        cluster.init()
+        cluster.start()
+        yield cluster
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.stop("immediate")
+        cluster.remove()
 
 
 class Cluster:

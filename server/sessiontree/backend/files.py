@@ -10,14 +10,14 @@ import builtins  # `list` in the class body below is FileBackend.list
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import FileReplaced, SessionTreeError, StorageError
 from ..file_warning import FileWarning
 from ..listing import list_sessions, session_files, subdirectories
 from ..paths import SessionsRoot
-from ..search import LeafPath, RefreshStats, SearchPage, Syntax, index_path
+from ..search import RefreshStats, index_path
 from ..search import SearchIndex as SqliteIndex
 from ..session_summary import SessionSummary
 from ..store import Durability, FileStorage, Session, confined, file_version, migrate_file
@@ -162,34 +162,14 @@ class FileBackend:
 
 
 class FileSearch:
-    """The SQLite index of the files under one root, as the backend's search index."""
+    """The SQLite index of the files under one root, as the backend's search index: it searches
+    and closes as it is; a refresh is of this root."""
 
     def __init__(self, index: SqliteIndex, root: Path) -> None:
         self.index = index
         self.root = root
+        self.search = index.search
+        self.close = index.close
 
     def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> RefreshStats:
         return self.index.refresh(self.root, progress=progress, cancelled=cancelled)
-
-    def search(
-        self,
-        query: str,
-        *,
-        syntax: Syntax = "fts",
-        cwd: str | None = None,
-        session: str | None = None,
-        roles: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        since_ms: int | None = None,
-        until_ms: int | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-        leaf_path: LeafPath | None = None,
-    ) -> SearchPage:
-        return self.index.search(
-            query, syntax=syntax, cwd=cwd, session=session, roles=roles, types=types, since_ms=since_ms,
-            until_ms=until_ms, limit=limit, cursor=cursor, leaf_path=leaf_path,
-        )
-
-    def close(self) -> None:
-        self.index.close()
