@@ -18,7 +18,12 @@ def line(value: dict[str, Any]) -> bytes:
 
 
 def ts(second: int) -> str:
-    return f"2025-01-01T00:{second // 60:02d}:{second % 60:02d}.000Z"
+    return f"2025-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
+
+
+def entry(kind: str, entry_id: str, parent: str | None, second: int, **fields: Any) -> dict[str, Any]:
+    """An entry of any type, at `second` past BASE_MS."""
+    return {"type": kind, "id": entry_id, "parentId": parent, "timestamp": ts(second), **fields}
 
 
 def user(entry_id: str, parent: str | None, text: str, second: int = 1) -> dict[str, Any]:

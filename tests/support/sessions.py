@@ -45,6 +45,16 @@ def session_file(root: Path, name: str = "s.jsonl", *entries: dict[str, Any]) ->
     return path
 
 
+def write_session(root: Path, cwd: str, name: str, *entries: dict[str, Any], session_id: str | None = None) -> Path:
+    """A session file in pi's layout: `<root>/--<cwd>--/<name>.jsonl` (its id `id-<name>` unless given)."""
+    directory = root / f"--{cwd.strip('/').replace('/', '-')}--"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.jsonl"
+    header = {**HEADER, "id": session_id or f"id-{name}", "cwd": cwd}
+    path.write_bytes(line(header) + b"".join(line(e) for e in entries))
+    return path
+
+
 StorageFactory = Callable[[bytes], Storage]
 
 

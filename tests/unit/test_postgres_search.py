@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import psycopg
 import pytest
 import test_postgres_roles as roles  # the GRANT block of protocol.md, run as written
@@ -25,21 +24,14 @@ from sessiontree.protocol import SearchParams
 from sessiontree.search import SearchIndex, SearchPage
 from sessiontree.service import ServiceConfig, SessionService
 from support.daemon import daemon_pool, request, sessions_root
+from support.messages import BASE_MS, entry, line, ts
+from support.sessions import write_session
 
 PROJECT = "/home/user/project"
 OTHER = "/home/user/other"
-BASE_MS = 1735689600000
 
 
 # --------------------------------------------------------------------------- builders
-
-
-def ts(second: int) -> str:
-    return f"2025-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
-
-
-def line(value: dict[str, Any]) -> bytes:
-    return orjson.dumps(value) + b"\n"
 
 
 def message(entry_id: str, parent: str | None, second: int, role: str, content: Any, **fields: Any) -> dict[str, Any]:
@@ -47,17 +39,6 @@ def message(entry_id: str, parent: str | None, second: int, role: str, content: 
     return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts(second), "message": body}
 
 
-def entry(kind: str, entry_id: str, parent: str | None, second: int, **fields: Any) -> dict[str, Any]:
-    return {"type": kind, "id": entry_id, "parentId": parent, "timestamp": ts(second), **fields}
-
-
-def write(root: Path, cwd: str, name: str, *entries: dict[str, Any], session_id: str | None = None) -> Path:
-    directory = root / f"--{cwd.strip('/').replace('/', '-')}--"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.jsonl"
-    header = {"type": "session", "version": 3, "id": session_id or f"id-{name}", "timestamp": ts(0), "cwd": cwd}
-    path.write_bytes(line(header) + b"".join(line(e) for e in entries))
-    return path
 
 
 def text(words: str) -> list[dict[str, str]]:
@@ -66,7 +47,7 @@ def text(words: str) -> list[dict[str, str]]:
 
 def corpus(root: Path) -> None:
     """Sessions with every kind of text, in two projects."""
-    write(
+    write_session(
         root,
         PROJECT,
         "a",
@@ -90,7 +71,7 @@ def corpus(root: Path) -> None:
         entry("label", "a8", "a7", 8, targetId="a1", label="papa"),
         entry("custom_message", "a9", "a8", 9, customType="x", content=text("kilo custom TREE")),
     )
-    write(
+    write_session(
         root,
         PROJECT,
         "b",
@@ -99,7 +80,7 @@ def corpus(root: Path) -> None:
         message("b3", "b2", 22, "user", "tree tree tree session session"),
         session_id="sid-b",
     )
-    write(
+    write_session(
         root,
         OTHER,
         "c",
@@ -356,7 +337,7 @@ def many(root: Path, count: int, name: str = "s", word: str = "needle") -> Path:
         entry_id = f"{number:08x}"
         entries.append(message(entry_id, parent, number, "user", f"{word} " + "x " * (number % 7)))
         parent = entry_id
-    return write(root, PROJECT, name, *entries)
+    return write_session(root, PROJECT, name, *entries)
 
 
 @pytest.mark.parametrize("window", [10_000, 7, 1])
@@ -443,7 +424,7 @@ def test_a_refresh_indexes_only_what_was_added(stores: Stores, root: Path, pg_ds
 
 
 def test_an_unfinished_last_line_waits_until_it_is_complete(stores: Stores, root: Path) -> None:
-    path = write(root, PROJECT, "s", message("e1", None, 1, "user", "first words"))
+    path = write_session(root, PROJECT, "s", message("e1", None, 1, "user", "first words"))
     stores.push_all()
     stores.store.refresh()
     storage = stores.backend.load(path, [])
@@ -474,7 +455,7 @@ def test_a_session_no_longer_served_leaves_the_index(stores: Stores, root: Path,
 
 
 def test_rows_rewritten_shorter_are_indexed_afresh(stores: Stores, root: Path, pg_dsn: str) -> None:
-    path = write(root, PROJECT, "s", message("e1", None, 1, "user", "old words"), message("e2", "e1", 2, "user", "more"))
+    path = write_session(root, PROJECT, "s", message("e1", None, 1, "user", "old words"), message("e2", "e1", 2, "user", "more"))
     stores.refresh()
     header = path.read_bytes().split(b"\n")[0] + b"\n"
     new = header + line(message("f1", None, 1, "user", "new"))
@@ -544,7 +525,7 @@ def test_a_cancelled_refresh_keeps_what_it_indexed(stores: Stores, root: Path, p
 
 
 def branched(root: Path) -> Path:
-    return write(
+    return write_session(
         root,
         PROJECT,
         "t",
@@ -584,7 +565,7 @@ def test_words_are_cut_as_fts5_cuts_them() -> None:
 
 def test_a_huge_text_is_indexed_within_postgresqls_limits(stores: Stores, root: Path) -> None:
     huge = " ".join(f"word{n}" for n in range(200_000)) + " " + "same " * 20_000 + "tailword"
-    write(root, PROJECT, "h", message("h1", None, 1, "toolResult", text(huge)), message("h2", "h1", 2, "user", "tailword"))
+    write_session(root, PROJECT, "h", message("h1", None, 1, "toolResult", text(huge)), message("h2", "h1", 2, "user", "tailword"))
     stores.refresh()
     assert {hit.entry_id for hit in stores.store.search("word7").hits} == {"h1"}
     assert {hit.entry_id for hit in stores.store.search("tailword").hits} >= {"h2"}

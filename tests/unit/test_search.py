@@ -22,19 +22,14 @@ from sessiontree.search import refresh as refresh_module
 from sessiontree.search.database import SCHEMA_VERSION
 from sessiontree.store import FileStorage, Session, confined, migrate_file
 from sessiontree.tree.projection import walk_path
-from support.messages import assistant, line, ts, user
-from support.sessions import HEADER, PI_QUIRK_CASES
+from support.messages import BASE_MS, assistant, entry, line, ts, user
+from support.sessions import PI_QUIRK_CASES, write_session
 
 PROJECT = "/home/user/project"
 OTHER = "/home/user/other"
-BASE_MS = 1735689600000
 
 
 # --------------------------------------------------------------------------- builders
-
-
-def header(session_id: str, cwd: str = PROJECT) -> dict[str, Any]:
-    return {**HEADER, "id": session_id, "cwd": cwd}
 
 
 def message(entry_id: str, parent: str | None, second: int, **fields: Any) -> dict[str, Any]:
@@ -42,17 +37,6 @@ def message(entry_id: str, parent: str | None, second: int, **fields: Any) -> di
     return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts(second), "message": body}
 
 
-def entry(kind: str, entry_id: str, parent: str | None, second: int, **fields: Any) -> dict[str, Any]:
-    return {"type": kind, "id": entry_id, "parentId": parent, "timestamp": ts(second), **fields}
-
-
-def write(root: Path, cwd: str, name: str, *entries: dict[str, Any], session_id: str | None = None) -> Path:
-    """A session file in pi's layout: `<root>/--<cwd>--/<name>.jsonl`."""
-    directory = root / f"--{cwd.strip('/').replace('/', '-')}--"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.jsonl"
-    path.write_bytes(line(header(session_id or f"id-{name}", cwd)) + b"".join(line(e) for e in entries))
-    return path
 
 
 def append(path: Path, *entries: dict[str, Any]) -> bytes:
@@ -201,7 +185,7 @@ def every_shape() -> list[dict[str, Any]]:
 def test_every_message_shape_is_searchable(
     root: Path, index: SearchIndex, word: str, entry_id: str, kind: str, role: str | None
 ) -> None:
-    path = write(root, PROJECT, "s", *every_shape())
+    path = write_session(root, PROJECT, "s", *every_shape())
     index.refresh(root)
     (hit,) = index.search(word).hits
     assert (hit.entry_id, hit.type, hit.role, hit.path, hit.session_id, hit.cwd) == (
@@ -217,14 +201,14 @@ def test_every_message_shape_is_searchable(
 
 @pytest.mark.parametrize("word", ["zzimage", "papa", "quebec", "romeo", "sierra", "path", "depth", "anthropic"])
 def test_keys_images_labels_and_settings_are_not_text(root: Path, index: SearchIndex, word: str) -> None:
-    write(root, PROJECT, "s", *every_shape())
+    write_session(root, PROJECT, "s", *every_shape())
     index.refresh(root)
     assert index.search(word).hits == []
 
 
 def test_a_hit_carries_its_entry_and_a_one_line_snippet(root: Path, index: SearchIndex) -> None:
     text = "first line\nthe needle is here\n\n   and more   after it"
-    path = write(root, PROJECT, "s", message("e1", None, 7, role="user", content=text))
+    path = write_session(root, PROJECT, "s", message("e1", None, 7, role="user", content=text))
     index.refresh(root)
     (hit,) = index.search("needle").hits
     assert hit.timestamp == ts(7) and hit.timestamp_ms == BASE_MS + 7000
@@ -235,7 +219,7 @@ def test_a_hit_carries_its_entry_and_a_one_line_snippet(root: Path, index: Searc
 
 
 def test_marker_characters_in_the_text_do_not_confuse_highlights(root: Path, index: SearchIndex) -> None:
-    write(root, PROJECT, "s", message("e1", None, 1, role="user", content="a\x02b needle c\x03d"))
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="a\x02b needle c\x03d"))
     index.refresh(root)
     (hit,) = index.search("needle").hits
     assert hit.marked() == "a b «needle» c d"
@@ -246,7 +230,7 @@ def test_marker_characters_in_the_text_do_not_confuse_highlights(root: Path, ind
 
 def test_ranking_puts_the_denser_match_first(root: Path, index: SearchIndex) -> None:
     filler = " ".join(["other"] * 60)
-    write(
+    write_session(
         root,
         PROJECT,
         "s",
@@ -261,7 +245,7 @@ def test_ranking_puts_the_denser_match_first(root: Path, index: SearchIndex) -> 
 
 
 def test_phrase_prefix_and_boolean_queries(root: Path, index: SearchIndex) -> None:
-    write(
+    write_session(
         root,
         PROJECT,
         "s",
@@ -279,7 +263,7 @@ def test_phrase_prefix_and_boolean_queries(root: Path, index: SearchIndex) -> No
 
 
 def test_plain_syntax_quotes_every_term(root: Path, index: SearchIndex) -> None:
-    write(root, PROJECT, "s", message("e1", None, 1, role="user", content='run foo-bar with "quotes" and NOT done'))
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content='run foo-bar with "quotes" and NOT done'))
     index.refresh(root)
     assert plain_expression('foo-bar "quo* NOT') == '"foo-bar" """quo"* "NOT"'
     for text in ("foo-bar", "NOT", '"quotes', "foo-b*", "wit*", "RUN  done"):
@@ -290,7 +274,7 @@ def test_plain_syntax_quotes_every_term(root: Path, index: SearchIndex) -> None:
 
 @pytest.mark.parametrize("query", ["foo-bar", '"unterminated', "a AND", "NOT x", "*", "nosuchcolumn:x", "(a", "..."])
 def test_a_query_syntax_error_is_invalid_params(root: Path, index: SearchIndex, query: str) -> None:
-    write(root, PROJECT, "s", message("e1", None, 1, role="user", content="a x"))
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="a x"))
     index.refresh(root)
     with pytest.raises(InvalidParams) as caught:
         index.search(query)
@@ -322,7 +306,7 @@ def test_bad_params_are_invalid_params(index: SearchIndex, options: dict[str, An
 
 
 def test_filters_by_cwd_session_role_type_and_time(root: Path, index: SearchIndex) -> None:
-    first = write(
+    first = write_session(
         root,
         PROJECT,
         "one",
@@ -330,8 +314,8 @@ def test_filters_by_cwd_session_role_type_and_time(root: Path, index: SearchInde
         message("p2", "p1", 20, role="assistant", content=[{"type": "text", "text": "needle two"}]),
         entry("branch_summary", "p3", "p2", 30, fromId="p1", summary="needle three"),
     )
-    write(root, PROJECT, "two", message("q1", None, 40, role="user", content="needle four"), session_id="sid-two")
-    write(
+    write_session(root, PROJECT, "two", message("q1", None, 40, role="user", content="needle four"), session_id="sid-two")
+    write_session(
         root,
         OTHER,
         "three",
@@ -360,7 +344,7 @@ def test_filters_by_cwd_session_role_type_and_time(root: Path, index: SearchInde
 
 
 def test_the_filter_tokens_are_never_matched_by_a_query(root: Path, index: SearchIndex) -> None:
-    write(root, PROJECT, "s", message("e1", None, 1, role="user", content="needle"))
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="needle"))
     index.refresh(root)
     with sqlite3.connect(index.path) as db:
         (meta,) = db.execute("SELECT meta FROM fts").fetchone()
@@ -383,7 +367,7 @@ def many(root: Path, count: int, name: str = "s", word: str = "needle") -> Path:
         entry_id = f"{number:08x}"
         entries.append(message(entry_id, parent, number, role="user", content=f"{word} " + "x " * (number % 7)))
         parent = entry_id
-    return write(root, PROJECT, name, *entries)
+    return write_session(root, PROJECT, name, *entries)
 
 
 @pytest.mark.parametrize("window", [10_000, 7, 1])
@@ -487,7 +471,7 @@ def test_an_unfinished_last_line_waits_until_it_is_complete(root: Path, index: S
 
 
 def test_a_header_being_written_is_read_once_complete(root: Path, index: SearchIndex) -> None:
-    path = write(root, PROJECT, "s")
+    path = write_session(root, PROJECT, "s")
     content = path.read_bytes()
     path.write_bytes(content[:20])
     index.refresh(root)
@@ -850,7 +834,7 @@ def test_an_index_of_another_root_starts_afresh(tmp_path: Path) -> None:
 
 def branched(root: Path) -> Path:
     """root r1 -> r2 -> r3 (needle) and a branch r2 -> b1 -> b2 (needle), written last."""
-    return write(
+    return write_session(
         root,
         PROJECT,
         "s",
