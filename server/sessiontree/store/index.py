@@ -214,9 +214,51 @@ class SessionIndex:
     def add(self, node: Node, line: int, warnings: list[FileWarning], follow_leaf: bool = False) -> None:
         """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
         leaf = self.leaf_id
-        self.add_all([node], [line], warnings)
+        if not self._add_one(node, line, warnings):
+            self.add_all([node], [line], warnings)
         if follow_leaf and node.parent_id != leaf:
             self.leaf_id = leaf
+
+    def _add_one(self, node: Node, line: int, warnings: list[FileWarning]) -> bool:
+        """`add_all` of one entry in the usual case (what an append writes): a new id no orphan
+        waits for, its parent already here or none. Without the columns' machinery, which costs
+        more than the entry for one line. False (nothing added) in any other case."""
+        by_id, entry_id, parent_id = self._by_id, node.id, node.parent_id
+        if by_id is None or self._make or entry_id in by_id or (self._waiting and entry_id in self._waiting):
+            return False
+        seq = len(self.offsets)
+        parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
+        if parent == MISSING:
+            return False
+        kind = (node.type, node.role)
+        code = self.kinds.plain.get(kind) or self.kinds.code_of((sys.intern(kind[0]), kind[1] and sys.intern(kind[1])))
+        record = self.anchor[parent] if parent >= 0 else 0
+        setter = self._setters_by_code()[code]
+        if setter >= 0 and record != UNANCHORED:
+            records = self.records
+            changed = records[3 * record : 3 * record + 3]
+            changed[setter] = seq
+            records.extend(changed)
+            record = len(records) // 3 - 1
+        self.anchor.append(record)
+        self.parents.append(parent)
+        if self._jumps_to == seq:
+            if seq == 0 or parent != seq - 1:
+                self._jumps.append(seq)
+            self._jumps_to = seq + 1
+        by_id[entry_id] = seq
+        self._ids.append(entry_id)  # type: ignore[union-attr]  # made: `_make` is empty
+        self._timestamps.append(node.timestamp)  # type: ignore[union-attr]
+        self.offsets.append(node.offset)
+        self.lengths.append(node.length)
+        self.kinds.codes.append(code)
+        setting = node.setting
+        if setting is not None:
+            self.settings.put_all([(seq, setting)])
+        if node.type in _NAMING:
+            self._apply_setting(node.type, entry_id, setting, node.timestamp, line, warnings, seq)
+        self.leaf_id = entry_id
+        return True
 
     def add_all(self, nodes: list[Node], lines: Sequence[int], warnings: list[FileWarning]) -> None:
         """Index entries in file order (`lines`: their line numbers), the leaf moving to the last."""
