@@ -276,3 +276,26 @@ def test_a_batch_handler_that_fails_answers_each_of_its_requests_with_the_error(
     wire.endpoint.batch_handlers["add"] = lambda params: 1 / 0  # type: ignore[arg-type,return-value]
     wire.receive(request(1, "add", {}), request(2, "add", {}))
     assert wire.errors() == [(1, ErrorCode.INTERNAL_ERROR), (2, ErrorCode.INTERNAL_ERROR)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"sessionId": "s", "entry": {"type": "message"}},
+        {"sessionId": "s", "entry": {"type": "message"}, "parentId": None},
+        {"sessionId": "s", "entries": [{"type": "message"}]},
+        {"sessionId": 5, "entry": {}},
+        {"sessionId": "s", "entry": []},
+        {"sessionId": "s", "extra": 1},
+    ],
+)
+def test_append_params_taken_the_quick_way_are_what_the_converter_makes(params: dict[str, Any]) -> None:
+    from sessiontree.protocol import AppendParams, converter, parse_params
+
+    try:
+        expected: Any = converter.structure(params, AppendParams)
+    except Exception:
+        with pytest.raises(InvalidParams):
+            parse_params("session/append", params)
+        return
+    assert parse_params("session/append", params) == expected
