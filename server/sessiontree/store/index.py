@@ -321,15 +321,23 @@ class SessionIndex:
         these ids. Adds ids and parents to the columns and the anchors; False (nothing added)
         when the case is not the usual one."""
         count = len(ids)
-        if self._waiting or not by_id.keys().isdisjoint(ids):
+        if self._waiting:
             return False
-        known = len(by_id)
-        by_id.update(zip(ids, range(start, start + count), strict=True))
-        if len(by_id) != known + count:  # an id repeats within these entries
-            self._forget(ids, by_id)
+        seqs = range(start, start + count)
+        # One look at the (big) map per id: each new id goes in; one already there (or repeated
+        # here) keeps its seq, which tells the case is not the usual one.
+        placed = list(map(by_id.setdefault, ids, seqs))
+        if placed != list(seqs):
+            self._forget([entry_id for entry_id, seq, at in zip(ids, seqs, placed, strict=True) if seq == at], by_id)
             return False
+        # Most parents are the line before: found without a lookup in the map (the latest line
+        # with an id is the one the map holds, and the line before is the latest there is).
         get = by_id.get
-        found = [ROOT if parent is None else get(parent, MISSING) if parent else MISSING for parent in parent_ids]
+        before = [self._ids[-1] if start else None, *ids[:-1]]  # type: ignore[index]  # made: add_columns saw to it
+        found = [
+            seq - 1 if parent == previous and parent else ROOT if parent is None else get(parent, MISSING) if parent else MISSING
+            for seq, parent, previous in zip(seqs, parent_ids, before, strict=True)
+        ]
         steps = list(map(sub, found, range(start - 1, start + count - 1)))  # 0: the parent is the line before
         if max(steps) > 0:  # a parent that comes later, or itself
             self._forget(ids, by_id)
