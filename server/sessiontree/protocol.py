@@ -666,11 +666,23 @@ def _camel_path(problem: str) -> str:
     return f"{text}{sep}{to_camel(path)}" if sep else problem
 
 
+def _plain_append(params: dict[str, Any]) -> AppendParams | None:
+    """The usual append params, `{sessionId, entry}`, as the converter would structure them; None
+    for any other shape (the converter then checks and reports it)."""
+    if len(params) == 2:
+        session_id, entry = params.get("sessionId"), params.get("entry")
+        if type(session_id) is str and type(entry) is dict:
+            return AppendParams(session_id, entry)
+    return None
+
+
 def parse_params(method: str, params: Any) -> Any:
     """Structure raw JSON params into the method's params class, or raise InvalidParams."""
     cls = METHODS[method].params
     if not isinstance(params, dict):
         raise InvalidParams(f"params of {method} must be an object", field="$")
+    if cls is AppendParams and (plain := _plain_append(params)) is not None:  # most requests, by far
+        return plain
     try:
         return converter.structure(params, cls)
     except Exception as exc:  # cattrs wraps every field failure in a group

@@ -32,6 +32,7 @@ from .config import (
     resolve_sessions_dir,
     resolve_store,
 )
+from .errors import InvalidParams
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
@@ -89,6 +90,9 @@ class Daemon(LspServer):
         self._service = service
         self.client_capabilities = params.capabilities
         self.handlers.update((method, bind(method, handler, self)) for method, handler in HANDLERS.items())
+        self.batch_handlers.update(
+            (method, bind_batch(method, handler.batch, service)) for method, handler in HANDLERS.items() if handler.batch
+        )
         self._watcher = Watcher(service, lambda: self.channel is None or not self.channel.output_paused)
         self._watcher.start()
         log.info("serving sessions under %s (%s, durability %s)", root, service.backend.shown, durability)
@@ -180,6 +184,9 @@ class Handler:
     params: type
     call: Callable[[Any, Any], Any]
     daemon: bool = False
+    # A `SessionService` method taking the params of requests in a row and returning, per request,
+    # its result or the error that fails it (see rpc/endpoint.py): for requests pipelined together.
+    batch: Callable[[Any, list[Any]], list[Any]] | None = None
 
 
 # Every method of protocol.METHODS, once (a test holds the two tables in step).
@@ -189,7 +196,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/close": Handler(p.SessionParams, SessionService.close),
     "session/info": Handler(p.SessionParams, SessionService.info),
     "session/list": Handler(p.ListParams, Daemon.list, daemon=True),
-    "session/append": Handler(p.AppendParams, SessionService.append),
+    "session/append": Handler(p.AppendParams, SessionService.append, batch=SessionService.append_many),
     "session/context": Handler(p.ContextParams, SessionService.context),
     "session/tree": Handler(p.TreeParams, SessionService.tree),
     "session/treeView": Handler(p.TreeViewParams, SessionService.tree_view),
@@ -226,6 +233,28 @@ def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
 
     def run(params: Any) -> Any:
         return to_wire(call(target, parse_params(method, params)))
+
+    return run
+
+
+def bind_batch(method: str, call: Callable[[Any, list[Any]], list[Any]], service: SessionService) -> Callable[[list[Any]], list[Any]]:
+    """The endpoint's batch handler for `method`: params that do not parse fail alone."""
+
+    def run(raw: list[Any]) -> list[Any]:
+        outcomes: list[Any] = []
+        parsed: list[Any] = []
+        for params in raw:
+            try:
+                parsed.append(parse_params(method, params))
+                outcomes.append(None)
+            except InvalidParams as exc:
+                outcomes.append(exc)
+        results = iter(call(service, parsed))
+        answers: list[Any] = []
+        for outcome in outcomes:
+            result = next(results) if outcome is None else outcome
+            answers.append(result if isinstance(result, Exception) else to_wire(result))
+        return answers
 
     return run
 

@@ -36,6 +36,7 @@ from .search import RefreshStats
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     Appended,
+    AppendRequest,
     Durability,
     Session,
 )
@@ -194,6 +195,53 @@ class SessionService:
             result.compaction = summaries.advice(summaries.context_at(opened, result.leaf_id), window, settings)
         return result
 
+    def append_many(self, requests: builtins.list[protocol.AppendParams]) -> builtins.list[AppendResult | SessionTreeError]:
+        """`append` for requests that arrived together, in order: each answered as if sent alone
+        after those before it, but the runs for one session written with one write (and one
+        sync). A request that fails (its params, a check) writes nothing and fails alone."""
+        outcomes: builtins.list[AppendResult | SessionTreeError] = []
+        run: builtins.list[protocol.AppendParams] = []
+        for params in requests:
+            if run and (params.session_id != run[0].session_id or self._advises(params)):
+                outcomes += self._append_run(run)
+                run = []
+            if self._advises(params):  # the advice reads the context at its own leaf: alone
+                try:
+                    outcomes.append(self.append(params))
+                except SessionTreeError as exc:
+                    outcomes.append(exc)
+            else:
+                run.append(params)
+        return outcomes + self._append_run(run) if run else outcomes
+
+    def _advises(self, params: protocol.AppendParams) -> bool:
+        opened = self._sessions.get(params.session_id)
+        return bool(params.context_window or (opened is not None and opened.context_window))
+
+    def _append_run(self, run: builtins.list[protocol.AppendParams]) -> builtins.list[AppendResult | SessionTreeError]:
+        """Appends to one session, none asking for advice."""
+        try:
+            opened = self._get(run[0].session_id)
+        except SessionTreeError as exc:
+            return [exc] * len(run)
+        outcomes: builtins.list[AppendResult | SessionTreeError | None] = []
+        requests: builtins.list[AppendRequest] = []
+        for params in run:
+            try:
+                requests.append(AppendRequest(self._entries_of(params), params.parent_id, params.expected_leaf_id))
+                outcomes.append(None)
+            except SessionTreeError as exc:
+                outcomes.append(exc)
+        written, _ = opened.session.append_many(requests, took_in=opened.took_in)
+        results = iter(written)
+        answers: builtins.list[AppendResult | SessionTreeError] = []
+        for outcome in outcomes:
+            if outcome is None:  # checked here: its outcome in the session
+                done = next(results)
+                outcome = done if isinstance(done, SessionTreeError) else self._appended(opened, done)
+            answers.append(outcome)
+        return answers
+
     def _entries_of(self, params: protocol.AppendParams) -> builtins.list[dict[str, Any]]:
         if (params.entry is None) == (params.entries is None):
             raise InvalidParams("send exactly one of entry and entries", field="entry")
@@ -216,9 +264,15 @@ class SessionService:
         sources: builtins.list[str] | None = None,
     ) -> AppendResult:
         written, _ = opened.session.append(entries, parent, expected_leaf, sources, took_in=opened.took_in)
-        for appended in written:  # the cached context holds what a read of the file would give
-            opened.context_cache.extend(appended.node, jsonfmt.as_stored(appended.entry))
-        return _append_result(written, opened.session.index.leaf_id)
+        return self._appended(opened, written)
+
+    def _appended(self, opened: OpenSession, written: builtins.list[Appended]) -> AppendResult:
+        """The answer to one append, its entries folded into the cached context."""
+        cache = opened.context_cache
+        if cache.context is not None:
+            for appended in written:  # the cached context holds what a read of the file would give
+                cache.extend(appended.node, jsonfmt.as_stored(appended.entry))
+        return _append_result(written, written[-1].node.id)
 
     def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
         opened = self._synced(params.session_id)

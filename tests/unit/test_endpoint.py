@@ -239,3 +239,63 @@ def test_the_daemon_and_the_client_import_neither_pygls_nor_lsprotocol() -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[]\n"
+
+
+def test_requests_in_a_row_for_a_batch_handler_are_answered_together_in_order() -> None:
+    """A run of one method's requests in one read goes to its batch handler (a lone one, to its
+    handler); any other message ends the run; a request cancelled in the same read is not in it."""
+    wire = Wire()
+    batches: list[list[Any]] = []
+
+    def batch(params: list[Any]) -> list[Any]:
+        batches.append(params)
+        return [InvalidParams("odd", field="n") if p["n"] % 2 else {"n": p["n"]} for p in params]
+
+    wire.endpoint.handlers.update({"add": lambda params: {"alone": params["n"]}, "echo": lambda params: params})
+    wire.endpoint.batch_handlers["add"] = batch
+    cancel = {"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"id": 6}}
+    wire.receive(
+        request(1, "add", {"n": 0}), request(2, "add", {"n": 1}), request(3, "add", {"n": 2}),
+        request(4, "echo", {}),
+        request(5, "add", {"n": 4}),
+        {"jsonrpc": "2.0", "method": "note", "params": {}},
+        request(6, "add", {"n": 6}), request(7, "add", {"n": 8}), request(8, "add", {"n": 10}), cancel,
+    )
+    assert batches == [[{"n": 0}, {"n": 1}, {"n": 2}], [{"n": 8}, {"n": 10}]]
+    assert [(m["id"], m.get("result"), m.get("error", {}).get("code")) for m in wire.sent] == [
+        (1, {"n": 0}, None), (2, None, InvalidParams.code), (3, {"n": 2}, None),
+        (4, {}, None),
+        (5, {"alone": 4}, None),
+        (6, None, ErrorCode.REQUEST_CANCELLED), (7, {"n": 8}, None), (8, {"n": 10}, None),
+    ]
+
+
+def test_a_batch_handler_that_fails_answers_each_of_its_requests_with_the_error() -> None:
+    wire = Wire()
+    wire.endpoint.handlers["add"] = lambda params: params
+    wire.endpoint.batch_handlers["add"] = lambda params: 1 / 0  # type: ignore[arg-type,return-value]
+    wire.receive(request(1, "add", {}), request(2, "add", {}))
+    assert wire.errors() == [(1, ErrorCode.INTERNAL_ERROR), (2, ErrorCode.INTERNAL_ERROR)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"sessionId": "s", "entry": {"type": "message"}},
+        {"sessionId": "s", "entry": {"type": "message"}, "parentId": None},
+        {"sessionId": "s", "entries": [{"type": "message"}]},
+        {"sessionId": 5, "entry": {}},
+        {"sessionId": "s", "entry": []},
+        {"sessionId": "s", "extra": 1},
+    ],
+)
+def test_append_params_taken_the_quick_way_are_what_the_converter_makes(params: dict[str, Any]) -> None:
+    from sessiontree.protocol import AppendParams, converter, parse_params
+
+    try:
+        expected: Any = converter.structure(params, AppendParams)
+    except Exception:
+        with pytest.raises(InvalidParams):
+            parse_params("session/append", params)
+        return
+    assert parse_params("session/append", params) == expected

@@ -369,3 +369,30 @@ def test_a_fork_ends_every_line_even_when_the_source_file_does_not(service: Sess
     data = Path(forked.path).read_bytes()
     assert data.endswith(b"}\n") and b"}{" not in data and len(data.splitlines()) == 3
     assert_indexed_alike(service._get(forked.session_id).session, Session.load(FileStorage(Path(forked.path))))
+
+
+def test_appends_that_arrived_together_are_answered_as_if_sent_one_by_one(service: SessionService) -> None:
+    """The batch handler of session/append: params that do not parse, an unknown session and a
+    request asking for advice (answered alone, at its own leaf) each take their place in the run."""
+    from sessiontree.server import HANDLERS, bind_batch
+
+    sid = service.create(p.CreateParams(CWD)).session_id
+    other = service.create(p.CreateParams(CWD)).session_id
+    run = bind_batch("session/append", HANDLERS["session/append"].batch, service)  # type: ignore[arg-type]
+    user = _msg("user", "hi")
+    outcomes = run([
+        {"sessionId": sid, "entry": user},
+        {"sessionId": sid, "entry": user, "parentId": 5},  # does not parse
+        {"sessionId": sid, "entry": user, "contextWindow": 1000},
+        {"sessionId": "nope", "entry": user},
+        {"sessionId": other, "entry": user},
+        {"sessionId": sid, "entries": [user, user]},
+    ])
+    first, bad, advised, unknown, elsewhere, pair = outcomes
+    assert isinstance(bad, InvalidParams) and isinstance(unknown, SessionNotFound)
+    assert advised["parentId"] == first["id"] and "compaction" in advised
+    assert elsewhere["parentId"] is None
+    assert [a["parentId"] for a in pair["appended"]] == [advised["id"], pair["appended"][0]["id"]]
+    assert service.info(p.SessionParams(sid)).entry_count == 4
+    opened = service._get(sid)
+    assert_indexed_alike(opened.session, Session.load(FileStorage(opened.path)))

@@ -8,6 +8,7 @@ import pytest
 
 from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
 from sessiontree.store import FileStorage, MemoryStorage, Session
+from support.equivalence import assert_indexed_alike
 from support.messages import assistant, line, user
 from support.sessions import (
     HEADER,
@@ -314,3 +315,86 @@ def test_warnings_at_open_are_in_line_order(make_storage: StorageFactory) -> Non
     data = session_bytes(first, first, user("e0000002", "e0000001", "q2")) + b"not json\n" + line(user("e0000002", None, "q3"))
     session = Session.load(make_storage(data))
     assert [(w.kind, w.line) for w in session.warnings] == [("duplicate-id", 3), ("malformed", 5), ("duplicate-id", 6)]
+
+
+# --------------------------------------------------------------------------- several appends, one write
+
+
+def test_appends_in_one_call_are_checked_in_turn_and_a_failed_one_writes_nothing(make_storage: StorageFactory) -> None:
+    """`append_many`: each request as if those before it were written (the leaf they leave is the
+    next one's default parent and expected leaf); one that fails a check fails alone."""
+    from sessiontree.protocol import UNSET
+    from sessiontree.store import AppendRequest
+
+    storage = make_storage(VALID)
+    session = Session.load(storage)
+    custom = {"type": "custom", "customType": "x"}
+    outcomes, others = session.append_many(
+        [
+            AppendRequest([custom]),
+            AppendRequest([custom], expected_leaf="e0000002"),  # stale: the first moved the leaf
+            AppendRequest([custom], parent="nope0000"),
+            AppendRequest([{"type": "label", "targetId": "nope0000", "label": "x"}]),
+            AppendRequest([custom, {"type": "label", "targetId": "e0000001", "label": "y"}]),
+            AppendRequest([custom], parent="e0000001"),
+            AppendRequest([custom], expected_leaf=UNSET),
+        ]
+    )
+    assert others == []
+    first, stale, no_parent, no_target, pair, branch, last = outcomes
+    assert isinstance(stale, LeafConflict) and stale.data["currentLeafId"] == first[0].node.id
+    assert isinstance(no_parent, EntryNotFound) and isinstance(no_target, EntryNotFound)
+    assert first[0].node.parent_id == "e0000002"
+    assert pair[0].node.parent_id == first[0].node.id and pair[1].node.parent_id == pair[0].node.id
+    assert branch[0].node.parent_id == "e0000001" and last[0].node.parent_id == branch[0].node.id
+    written = [a.node.id for a in (*first, *pair, *branch, *last)]
+    lines = [json.loads(raw) for raw in contents(storage)[len(VALID) :].splitlines()]
+    assert [entry["id"] for entry in lines] == written  # the requests' lines, in their order, nothing else
+    assert session.index.leaf_id == written[-1]
+    assert_indexed_alike(session, Session.load(make_storage(contents(storage))))
+
+
+def test_a_failed_request_checked_against_the_ids_given_before_it_in_the_same_call(make_storage: StorageFactory) -> None:
+    from sessiontree.store import AppendRequest
+
+    session = Session.load(make_storage(VALID))
+    (first,), _ = session.append_many([AppendRequest([{"type": "custom", "customType": "x"}])])
+    [first_node] = [a.node for a in first]
+    outcomes, _ = session.append_many(
+        [AppendRequest([{"type": "custom", "customType": "x"}]), AppendRequest([{"type": "custom", "customType": "y"}], expected_leaf=first_node.id)]
+    )
+    assert isinstance(outcomes[1], LeafConflict)  # the leaf is the entry the first request wrote
+
+
+def test_appends_in_one_call_are_one_write_and_one_fsync(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from sessiontree.store import AppendRequest
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(VALID)
+    session = Session.load(FileStorage(path, durability="fsync"))
+    calls: list[str] = []
+    real_write, real_fsync = os.write, os.fsync
+    monkeypatch.setattr(os, "write", lambda fd, data: calls.append("write") or real_write(fd, data))
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    outcomes, _ = session.append_many([AppendRequest([{"type": "custom", "customType": str(n)}]) for n in range(20)])
+    assert calls == ["write", "fsync"]
+    assert len(path.read_text().splitlines()) == 2 + 1 + 20
+    assert all(len(outcome) == 1 for outcome in outcomes)
+
+
+def test_a_failed_write_fails_every_request_it_carried_and_no_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessiontree.store import AppendRequest
+
+    storage = MemoryStorage(VALID)
+    session = Session.load(storage)
+
+    def full(data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(storage, "append", full)
+    custom = {"type": "custom", "customType": "x"}
+    outcomes, _ = session.append_many([AppendRequest([custom]), AppendRequest([custom], parent="nope0000"), AppendRequest([custom])])
+    assert [type(outcome) for outcome in outcomes] == [StorageError, EntryNotFound, StorageError]
+    assert contents(storage) == VALID and len(session.index) == 2

@@ -25,6 +25,10 @@ How a connection works here:
   (an error answer fails it); `call` awaits it, and a timeout or a cancelled caller withdraws it:
   the future is dropped and the peer is sent `$/cancelRequest`.
 - Notifications go to `notification_handlers`; unknown ones are ignored, as JSON-RPC asks.
+- Requests of one method that arrive one after another in the same read may be answered together
+  when the method has a `batch_handlers` entry: it takes their params in order and returns, per
+  request, its result or the exception that fails it. Each is still answered on its own, in
+  order, before the next message of the read is looked at.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ CANCEL_REQUEST: Final = "$/cancelRequest"
 JSONRPC: Final = "2.0"
 
 Handler = Callable[[Any], Any]  # the raw params -> a JSON-ready result, or a coroutine of one
+# The raw params of several requests -> per request, a JSON-ready result or the exception that fails it.
+BatchHandler = Callable[[list[Any]], list[Any]]
 NotificationHandler = Callable[[Any], None]
 Send = Callable[[Any], None]
 
@@ -74,6 +80,7 @@ class Endpoint:
         self.send = send
         self.debug = debug
         self.handlers: dict[str, Handler] = {}
+        self.batch_handlers: dict[str, BatchHandler] = {}  # methods whose requests in a row may be answered together
         self.notification_handlers: dict[str, NotificationHandler] = {}
         self.running: dict[MessageId, asyncio.Task[Any]] = {}  # the peer's requests answered by a task
         self.waiting: dict[MessageId, asyncio.Future[Any]] = {}  # our requests, until answered
@@ -88,17 +95,57 @@ class Endpoint:
 
     def on_events(self, events: list[Event]) -> None:
         cancelled = _cancelled_in_same_read(events) if len(events) > 1 else ()
+        run: list[Request] = []  # requests in a row for one batch handler, not answered yet
         for position, event in enumerate(events):
             if self.stopped:
                 return
             if type(event) is Frame:
-                self.on_message(event.message, position in cancelled)
+                kind = envelope.classify(event.message)
+                if type(kind) is Request and len(events) > 1 and position not in cancelled and self.batchable(kind):
+                    if run and run[0].method != kind.method:
+                        self._answer_run(run)
+                        run = []
+                    run.append(kind)
+                    continue
+                if run:
+                    self._answer_run(run)
+                    run = []
+                self.on_classified(kind, position in cancelled)
             else:
                 assert isinstance(event, Rejected)
+                if run:
+                    self._answer_run(run)
+                    run = []
                 self.on_rejected(event)
+        if run:
+            self._answer_run(run)
+
+    def batchable(self, request: Request) -> bool:
+        """Whether this request may be answered in a batch with the same method's next ones."""
+        return request.method in self.batch_handlers
+
+    def _answer_run(self, run: list[Request]) -> None:
+        if len(run) == 1:
+            self.on_request(run[0])
+        else:
+            self.answer_batch(run, self.batch_handlers[run[0].method])
+
+    def answer_batch(self, requests: list[Request], handler: BatchHandler) -> None:
+        """Run `handler` on the requests' params and answer each, in order."""
+        try:
+            outcomes = handler([request.params for request in requests])
+        except Exception as exc:
+            outcomes = [exc] * len(requests)
+        for request, outcome in zip(requests, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                self.send_error(request.id, *self.error_of(outcome))
+            else:
+                self.send_result(request.id, outcome)
 
     def on_message(self, message: Any, cancelled: bool = False) -> None:
-        kind = envelope.classify(message)
+        self.on_classified(envelope.classify(message), cancelled)
+
+    def on_classified(self, kind: envelope.Envelope, cancelled: bool = False) -> None:
         if type(kind) is Request:
             if cancelled:
                 self.send_error(kind.id, ErrorCode.REQUEST_CANCELLED, "request cancelled before it ran")

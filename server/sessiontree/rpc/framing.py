@@ -30,6 +30,7 @@ _HEADER_END: Final = re.compile(rb"\r?\n\r?\n")
 _LENGTH_HEADER: Final = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_NAME: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _LENGTH_PREFIX: Final = b"content-length:"
+_PLAIN_HEADER: Final = re.compile(rb"Content-Length: ([0-9]{1,10})\r\n\r\n")  # what clients send, as LSP spells it
 
 
 @attrs.frozen
@@ -127,6 +128,11 @@ class FrameDecoder:
         return self._discard == 0
 
     def _read_header(self, events: list[Event]) -> bool:
+        plain = _PLAIN_HEADER.match(self._buf)
+        if plain is not None and (length := int(plain[1])) <= self._max:  # the usual header block, quickly
+            del self._buf[: plain.end()]
+            self._length = length
+            return True
         end = _HEADER_END.search(self._buf)
         if end is None:
             if len(self._buf) > MAX_HEADER_BYTES:

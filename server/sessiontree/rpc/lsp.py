@@ -166,6 +166,10 @@ class LspServer(Endpoint):
         else:
             self._initialize(request)
 
+    def batchable(self, request: Request) -> bool:
+        """Not while tracing: each answer is then timed and followed by its own `$/logTrace`."""
+        return self.initialized and not self.shut_down and self.trace == "off" and super().batchable(request)
+
     def on_notification(self, notification: Notification) -> None:
         if notification.method == EXIT:
             self.stop(0 if self.shut_down else 1)

@@ -2,10 +2,11 @@
 
 from .index import SessionIndex
 from .migrate import file_version, migrate_file
-from .session import Appended, Session
+from .session import Appended, AppendRequest, Session
 from .storage import Durability, FileStorage, MemoryStorage, Storage
 
 __all__ = [
+    "AppendRequest",
     "Appended",
     "Durability",
     "FileStorage",

@@ -214,9 +214,51 @@ class SessionIndex:
     def add(self, node: Node, line: int, warnings: list[FileWarning], follow_leaf: bool = False) -> None:
         """Index one entry. `follow_leaf`: move the leaf only when `node` continues it."""
         leaf = self.leaf_id
-        self.add_all([node], [line], warnings)
+        if not self._add_one(node, line, warnings):
+            self.add_all([node], [line], warnings)
         if follow_leaf and node.parent_id != leaf:
             self.leaf_id = leaf
+
+    def _add_one(self, node: Node, line: int, warnings: list[FileWarning]) -> bool:
+        """`add_all` of one entry in the usual case (what an append writes): a new id no orphan
+        waits for, its parent already here or none. Without the columns' machinery, which costs
+        more than the entry for one line. False (nothing added) in any other case."""
+        by_id, entry_id, parent_id = self._by_id, node.id, node.parent_id
+        if by_id is None or self._make or entry_id in by_id or (self._waiting and entry_id in self._waiting):
+            return False
+        seq = len(self.offsets)
+        parent = ROOT if parent_id is None else by_id.get(parent_id, MISSING) if parent_id else MISSING
+        if parent == MISSING:
+            return False
+        kind = (node.type, node.role)
+        code = self.kinds.plain.get(kind) or self.kinds.code_of((sys.intern(kind[0]), kind[1] and sys.intern(kind[1])))
+        record = self.anchor[parent] if parent >= 0 else 0
+        setter = self._setters_by_code()[code]
+        if setter >= 0 and record != UNANCHORED:
+            records = self.records
+            changed = records[3 * record : 3 * record + 3]
+            changed[setter] = seq
+            records.extend(changed)
+            record = len(records) // 3 - 1
+        self.anchor.append(record)
+        self.parents.append(parent)
+        if self._jumps_to == seq:
+            if seq == 0 or parent != seq - 1:
+                self._jumps.append(seq)
+            self._jumps_to = seq + 1
+        by_id[entry_id] = seq
+        self._ids.append(entry_id)  # type: ignore[union-attr]  # made: `_make` is empty
+        self._timestamps.append(node.timestamp)  # type: ignore[union-attr]
+        self.offsets.append(node.offset)
+        self.lengths.append(node.length)
+        self.kinds.codes.append(code)
+        setting = node.setting
+        if setting is not None:
+            self.settings.put_all([(seq, setting)])
+        if node.type in _NAMING:
+            self._apply_setting(node.type, entry_id, setting, node.timestamp, line, warnings, seq)
+        self.leaf_id = entry_id
+        return True
 
     def add_all(self, nodes: list[Node], lines: Sequence[int], warnings: list[FileWarning]) -> None:
         """Index entries in file order (`lines`: their line numbers), the leaf moving to the last."""
@@ -279,15 +321,23 @@ class SessionIndex:
         these ids. Adds ids and parents to the columns and the anchors; False (nothing added)
         when the case is not the usual one."""
         count = len(ids)
-        if self._waiting or not by_id.keys().isdisjoint(ids):
+        if self._waiting:
             return False
-        known = len(by_id)
-        by_id.update(zip(ids, range(start, start + count), strict=True))
-        if len(by_id) != known + count:  # an id repeats within these entries
-            self._forget(ids, by_id)
+        seqs = range(start, start + count)
+        # One look at the (big) map per id: each new id goes in; one already there (or repeated
+        # here) keeps its seq, which tells the case is not the usual one.
+        placed = list(map(by_id.setdefault, ids, seqs))
+        if placed != list(seqs):
+            self._forget([entry_id for entry_id, seq, at in zip(ids, seqs, placed, strict=True) if seq == at], by_id)
             return False
+        # Most parents are the line before: found without a lookup in the map (the latest line
+        # with an id is the one the map holds, and the line before is the latest there is).
         get = by_id.get
-        found = [ROOT if parent is None else get(parent, MISSING) if parent else MISSING for parent in parent_ids]
+        before = [self._ids[-1] if start else None, *ids[:-1]]  # type: ignore[index]  # made: add_columns saw to it
+        found = [
+            seq - 1 if parent == previous and parent else ROOT if parent is None else get(parent, MISSING) if parent else MISSING
+            for seq, parent, previous in zip(seqs, parent_ids, before, strict=True)
+        ]
         steps = list(map(sub, found, range(start - 1, start + count - 1)))  # 0: the parent is the line before
         if max(steps) > 0:  # a parent that comes later, or itself
             self._forget(ids, by_id)

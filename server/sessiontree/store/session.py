@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -23,7 +24,7 @@ from ..entries import (
     skeleton_columns,
     skeletons,
 )
-from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
+from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, SessionTreeError, StorageError
 from ..file_warning import FileWarning
 from ..unset import UNSET, MaybeId
 from . import sidecar
@@ -42,6 +43,15 @@ class _Id(msgspec.Struct):
 
 
 _id_only = msgspec.json.Decoder(_Id).decode  # validates the whole line, builds only its id
+
+
+class AppendRequest(NamedTuple):
+    """One append of `Session.append_many`: its entries, parent, expected leaf and their sources."""
+
+    entries: list[dict[str, Any]]
+    parent: MaybeId = UNSET
+    expected_leaf: MaybeId = UNSET
+    sources: Sequence[str] | None = None
 
 
 class Appended:
@@ -109,8 +119,9 @@ class Session:
                     return session
                 session.warnings[:0] = skipped
             blocks = LineBlocks(storage, session.end, size, _SCAN_CHUNK)
-            for offset, block, ends in blocks:
-                session._take_in_block(offset, block, ends)
+            with _collector_paused():
+                for offset, block, ends in blocks:
+                    session._take_in_block(offset, block, ends)
             session._finish(blocks, at_open=True)
         return session
 
@@ -368,21 +379,72 @@ class Session:
         before anything is checked or written. Returns what was written and those entries.
         Nothing is written if a check fails.
         """
+        outcomes, others = self.append_many([AppendRequest(entries, parent, expected_leaf, sources)], took_in)
+        outcome = outcomes[0]
+        if isinstance(outcome, SessionTreeError):
+            raise outcome
+        return outcome, others
+
+    def append_many(
+        self,
+        requests: Sequence[AppendRequest],
+        took_in: Callable[[list[Node], str | None], None] | None = None,
+    ) -> tuple[list[list[Appended] | SessionTreeError], list[Node]]:
+        """`append` for several requests in turn, written with one write (and one sync).
+
+        Each request is checked as if those before it had been written (its default parent and
+        `expectedLeafId` are the leaf they leave); one that fails a check gets its error and writes
+        nothing, and the others go on. Returns, per request, what it wrote or its error (a failed
+        write fails every request that was to be written), and other writers' entries taken in."""
         with self.storage.lock():
             leaf_before = self.index.leaf_id
             others = self.refresh()
             if others and took_in is not None:
                 took_in(others, leaf_before)
-            self._check(entries, parent, expected_leaf, sources or _default_sources(len(entries)))
-            parent_id = self.index.leaf_id if parent is UNSET else parent
-            written, between = self._write(entries, parent_id)
+            leaf = self.index.leaf_id
+            fresh: set[str] = set()  # ids given in this call: known to the requests after
+            taken = Either(self.index.by_id, fresh)
+            lines: list[dict[str, Any]] = []
+            planned: list[int | SessionTreeError] = []  # per request: where its lines end, or its error
+            for request in requests:
+                entries, parent = request.entries, request.parent
+                try:
+                    self._check(entries, parent, request.expected_leaf, request.sources or _default_sources(len(entries)), leaf, taken)
+                except SessionTreeError as exc:
+                    planned.append(exc)
+                    continue
+                parent_id = leaf if parent is UNSET else parent
+                for entry in entries:
+                    entry_id = new_entry_id(taken)
+                    fresh.add(entry_id)
+                    lines.append(build_line(entry, entry_id, parent_id, now_iso()))
+                    parent_id = entry_id
+                leaf = parent_id
+                planned.append(len(lines))
+            written: list[Appended] = []
+            between: list[Node] = []
+            if lines:
+                try:
+                    written, between = self._write(lines)
+                except SessionTreeError as exc:
+                    return [exc if isinstance(outcome, int) else outcome for outcome in planned], others
             if between and took_in is not None:
                 took_in(between, leaf_before)
-        return written, others + between
+        outcomes: list[list[Appended] | SessionTreeError] = []
+        done = 0
+        for outcome in planned:
+            if isinstance(outcome, int):
+                outcomes.append(written[done:outcome])
+                done = outcome
+            else:
+                outcomes.append(outcome)
+        return outcomes, others + between
 
-    def check_leaf(self, expected_leaf: MaybeId) -> None:
-        """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork."""
-        leaf = self.index.leaf_id
+    def check_leaf(self, expected_leaf: MaybeId, leaf: MaybeId = UNSET) -> None:
+        """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork.
+        (`leaf`: the leaf to compare with, when not the index's.)"""
+        if leaf is UNSET:
+            leaf = self.index.leaf_id
         if expected_leaf is not UNSET and expected_leaf != leaf:
             raise LeafConflict(
                 f"the leaf is {_shown(leaf)}, not {_shown(expected_leaf)}",
@@ -391,17 +453,23 @@ class Session:
             )
 
     def _check(
-        self, entries: list[dict[str, Any]], parent: MaybeId, expected_leaf: MaybeId, sources: Sequence[str]
+        self,
+        entries: list[dict[str, Any]],
+        parent: MaybeId,
+        expected_leaf: MaybeId,
+        sources: Sequence[str],
+        leaf: str | None,
+        known: Either,
     ) -> None:
-        self.check_leaf(expected_leaf)
+        self.check_leaf(expected_leaf, leaf)
         if isinstance(parent, str):
-            self.require(parent, "parentId")
+            _require_in(known, parent, "parentId")
         for entry, source in zip(entries, sources, strict=True):
             prefix = f"{source}." if source else ""
             if entry["type"] == "label":
-                self.require(entry["targetId"], f"{prefix}targetId")
+                _require_in(known, entry["targetId"], f"{prefix}targetId")
             elif entry["type"] == "compaction":
-                self.require(entry["firstKeptEntryId"], f"{prefix}firstKeptEntryId")
+                _require_in(known, entry["firstKeptEntryId"], f"{prefix}firstKeptEntryId")
 
     def move_leaf(self, entry_id: str | None) -> None:
         """pi's branch (an id) and resetLeaf (None): only the in-memory leaf moves."""
@@ -415,18 +483,11 @@ class Session:
             raise EntryNotFound(f"entry {entry_id} not found ({field})", entryId=entry_id, field=field)
         return node
 
-    def _write(self, entries: list[dict[str, Any]], parent_id: str | None) -> tuple[list[Appended], list[Node]]:
-        """Write the entries as one chain; returns them and other writers' entries that landed
-        between the refresh and the write (they come first in the file)."""
-        taken: set[str] = set()
-        lines: list[dict[str, Any]] = []
-        for entry in entries:
-            entry_id = new_entry_id(Either(self.index.by_id, taken))
-            taken.add(entry_id)
-            lines.append(build_line(entry, entry_id, parent_id, now_iso()))
-            parent_id = entry_id
+    def _write(self, lines: list[dict[str, Any]]) -> tuple[list[Appended], list[Node]]:
+        """Write the lines (built, ids given) in one write; returns them and other writers' entries
+        that landed between the refresh and the write (they come first in the file)."""
         encoded = [jsonfmt.dumps(line) for line in lines]
-        body = b"".join(line + b"\n" for line in encoded)
+        body = b"\n".join(encoded) + b"\n"
         others: list[Node] = []
         for _ in range(_WRITE_TRIES):
             fence = b"\n" if self.size_seen > self.end or self.unterminated else b""
@@ -535,12 +596,32 @@ class Session:
         self.storage.close()
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A scan makes millions of small objects and no cycles: the cycle collector, run every few
+    hundred allocations, would only walk the growing columns again and again (a third of a
+    1,000,000-entry scan). Paused for the scan, unless something else paused it already."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _until(lines: Iterable[tuple[int, bytes]], stop: int) -> Iterator[tuple[int, bytes]]:
     """The lines up to the one that reaches `stop`."""
     for offset, line in lines:
         yield offset, line
         if offset + len(line) >= stop:
             return
+
+
+def _require_in(known: Either, entry_id: str, field: str) -> None:
+    if entry_id not in known:
+        raise EntryNotFound(f"entry {entry_id} not found ({field})", entryId=entry_id, field=field)
 
 
 def _shown(entry_id: str | None) -> str:
