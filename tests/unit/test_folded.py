@@ -71,6 +71,25 @@ def check_pages(index: SessionIndex) -> None:
         assert tree.find(first) == position and tree.find(last) == position
     listed = {seq for first, last, _ in rows for seq in range(first, last + 1)}
     assert all(tree.find(seq) is None for seq in range(len(index)) if seq not in listed)
+    check_leaf_path(index)
+
+
+def check_leaf_path(index: SessionIndex) -> None:
+    """The leaf's path reads the same before rows are placed (from its intervals) and after (from
+    the rows below each stretch), and is the walk from the leaf to its root."""
+    before = FoldedTree(index)
+    found = [before.on_path(seq) for seq in range(len(index))]
+    after = FoldedTree(index)
+    after.find(0)
+    assert [after.on_path(seq) for seq in range(len(index))] == found
+    if before.leaf is not None and not any(w.kind == "cycle" for w in _warnings(index)):
+        assert {seq for seq, on in enumerate(found) if on} == set(index.walk(before.leaf)[0])
+
+
+def _warnings(index: SessionIndex) -> list[p.FileWarning]:
+    warnings: list[p.FileWarning] = []
+    flat_tree(index, lambda seq: None, warnings)
+    return warnings
 
 
 # A tree drawn at random: each entry's parent is the entry before it (most), an earlier one (a

@@ -20,8 +20,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from functools import partial
-from itertools import accumulate, islice, repeat
-from operator import add, gt, sub
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, gt, le, sub
 from typing import Any
 
 from ..store import SessionIndex
@@ -55,8 +55,10 @@ class FoldedTree:
     is its head's row, then a row for each entry worth one (a *stop*: labelled, a compaction, the
     leaf, a branch point, the stretch's end) with a run row before it where entries lie between. So
     numbering the rows in file order is counting stops and gaps, done once over sorted columns; the
-    row order (depth first, siblings by time) only permutes whole stretches, and is walked when a
-    page past the first or a position is asked for. No row is made until a page needs it.
+    row order (depth first, siblings by time) only permutes whole stretches. A page past the first
+    or a position places every stretch in row order from the rows below each (`_place`: two passes
+    over the stretches in file order, no walk), or, where a parent follows its child in the file
+    (a cycle is then possible), walks them. No row is made until a page needs it.
     """
 
     def __init__(self, index: SessionIndex) -> None:
@@ -82,29 +84,40 @@ class FoldedTree:
         self.extra: dict[int, list[int]] = {}  # parent seq -> children that are jumps
         self._sorted: dict[int, list[int]] = {}  # children of the entries with jump children, in order
         roots: list[int] = []
-        later_parent = bool(shadowed)  # some entry may be on a cycle, which no root reaches
-        for seq in jumps:
-            parent = parent_of[seq]
+        extra, get = self.extra, self.extra.get
+        for seq, parent in parent_of.items():  # in jumps order: each parent's jump children ascending
             if parent is None:
                 if seq not in shadowed:
                     roots.append(seq)
+            elif (kids := get(parent)) is None:
+                extra[parent] = [seq]
             else:
-                self.extra.setdefault(parent, []).append(seq)
-                later_parent = later_parent or parent > seq
+                kids.append(seq)
+        # Some parent comes after its child (an orphan adopted, a repeated id): an entry may be on
+        # a cycle, which no root reaches, and a stretch's parent may follow it.
+        later_parent = bool(shadowed) or any(map(gt, extra, map(min, extra.values())))
         self.roots = roots
         self.leaf = index.by_id.get(index.leaf_id) if index.leaf_id is not None else None
         self.shown = self._shown()
         # Stretches by their heads; each ends on the line before the next head (or the last line).
-        self.heads = sorted({*jumps, *(seq + 1 for seq in self.extra if seq + 1 < count)})
-        # Every entry that is a row of its own, ascending, and the file-order row number of each.
-        stops = {*self.shown, *self.extra, *(seq - 1 for seq in jumps if seq > 0), *self.heads}
-        self._stops = sorted(stops | {count - 1}) if count else []
+        self._branching = sorted(extra)
+        self.heads = _merged(jumps, [seq + 1 for seq in self._branching if seq + 1 < count])
+        self._head_set = set(self.heads)
+        # Every entry that is a row of its own, ascending (the heads, the stretches' ends, the entries
+        # always shown), and the file-order row number of each.
+        ends = [*(seq - 1 for seq in islice(self.heads, 1, None)), count - 1]
+        # Each stretch's head then its end (the same entry when it is one line): ascending already.
+        self._stops = _merged(list(chain.from_iterable(zip(self.heads, ends, strict=True))), sorted(self.shown)) if count else []
         runs = accumulate(map(gt, map(sub, self._stops[1:], self._stops[:-1]), repeat(1)), initial=0)
         self._numbers: list[int] = list(map(add, range(len(self._stops)), runs))  # a run row wherever stops are apart
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
+        self._later_parent = later_parent
+        # Each stretch's first row in row order, its rows and those of the stretches below it (the
+        # last slot: the roots'), its indent (see `_place`).
+        self._placed: tuple[list[int], list[int], list[int]] | None = None
         self._total = None if later_parent else (self._numbers[-1] + 1 if count else 0)
-        self.path = self._leaf_path()
+        self._path: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ shape
 
@@ -137,7 +150,7 @@ class FoldedTree:
         intervals: list[tuple[int, int]] = []
         jumps, parent_of, append = self.jumps, self.parent_of, intervals.append
         seq: int | None = self.leaf
-        seen: set[int] | None = set() if self._total is None else None  # a cycle is possible: watch for one
+        seen: set[int] | None = set() if self._later_parent else None  # a cycle is possible: watch for one
         while seq is not None:
             if seen is not None:
                 if seq in seen:
@@ -149,7 +162,19 @@ class FoldedTree:
         intervals.reverse()
         return intervals
 
+    @property
+    def path(self) -> list[tuple[int, int]]:
+        if self._path is None:
+            self._path = self._leaf_path()
+        return self._path
+
     def on_path(self, seq: int) -> bool:
+        if self._placed is not None and self.leaf is not None:  # an ancestor's rows hold the leaf's in row order
+            firsts, below, _ = self._placed
+            stretch, leaf = self._stretch_of(seq), self._stretch_of(self.leaf)
+            if stretch == leaf:
+                return seq <= self.leaf
+            return firsts[stretch] <= firsts[leaf] < firsts[stretch] + below[stretch]
         at = bisect_right(self.path, (seq, self.count)) - 1
         return at >= 0 and self.path[at][0] <= seq <= self.path[at][1]
 
@@ -194,6 +219,11 @@ class FoldedTree:
     def _walk(self) -> tuple[list[int], list[int], list[int]]:
         """Every reached stretch in row order, its indent, and the position of its first row."""
         if self._walked is None:
+            if not self._later_parent:  # placed without a walk: sorted by first row
+                firsts, _, indents = self._place()
+                order = sorted(range(len(self.heads)), key=firsts.__getitem__)
+                self._walked = (order, list(map(indents.__getitem__, order)), [*map(firsts.__getitem__, order), self.total])
+                return self._walked
             where = dict(zip(self.heads, range(len(self.heads)), strict=True))
             walked = list(self._stretches(where.__getitem__))
             order, indents = [stretch for stretch, _ in walked], [indent for _, indent in walked]
@@ -203,10 +233,81 @@ class FoldedTree:
             self._total = self._walked[2][-1]
         return self._walked
 
+    def _place(self) -> tuple[list[int], list[int], list[int]]:
+        """Without a walk in row order (every parent before its children in the file, so every
+        stretch is reached and a stretch's parent stretch comes before it): each stretch's rows
+        and those of all stretches below it, summed from the last stretch back; then each
+        stretch's first row in row order, from the first forward: a child's is its parent's first
+        row plus the parent's rows plus the rows below its earlier siblings. One pass over the
+        branch points and one over the stretches, in file order, with no stack."""
+        if self._placed is None:
+            heads, count = self.heads, len(self.heads)
+            where = dict(zip(heads, range(count), strict=True))
+            firsts = self._firsts()
+            rows = list(map(sub, islice(firsts, 1, None), firsts))
+            below = [*rows, 0]  # rows per stretch, then with those below; the last slot: the roots'
+            above = [count] * count  # each stretch's parent stretch; count: a root
+            # Per branch point (each ends its stretch, and comes before its jump children): the
+            # stretch it ends, then its children's stretches in order, the usual two as two lists.
+            ends, firsts_, seconds, others = self._branch_kids(where)
+            for stretch, first, second in zip(ends, firsts_, seconds, strict=True):
+                if second >= 0:
+                    above[first] = above[second] = stretch
+            for at, kids in others.items():
+                for kid in kids:
+                    above[kid] = ends[at]
+            for stretch in range(count - 1, -1, -1):
+                below[above[stretch]] += below[stretch]
+            starts, indents = [0] * count, [0] * count
+            row = 0
+            for root in self.roots:
+                stretch = where[root]
+                starts[stretch] = row
+                row += below[stretch]
+            for at, (stretch, first, second) in enumerate(zip(ends, firsts_, seconds, strict=True)):
+                row = starts[stretch] + rows[stretch]
+                if second >= 0:
+                    starts[first], starts[second] = row, row + below[first]
+                    indents[first] = indents[second] = indents[stretch] + 1
+                    continue
+                kids = others[at]
+                indent = indents[stretch] + (len(kids) > 1)
+                for kid in kids:
+                    starts[kid], indents[kid] = row, indent
+                    row += below[kid]
+            self._placed = (starts, below, indents)
+        return self._placed
+
+    def _branch_kids(self, where: dict[int, int]) -> tuple[list[int], list[int], list[int], dict[int, list[int]]]:
+        """Per branch point, ascending: the stretch it ends, and its children's stretches in pi's
+        order: for the usual branch point (the next line and one jump, both stamped as pi writes
+        them, which compare as text) the first and the second, else -1 and the list in `others`."""
+        branching, extra, stamps = self._branching, self.extra, self.index.timestamps
+        nexts = [seq + 1 for seq in branching]  # the line after a branch point is a head
+        ends = [where[seq] - 1 for seq in nexts]
+        lone = [kids[0] if len(kids) == 1 else -1 for kids in map(extra.__getitem__, branching)]
+        others: dict[int, list[int]] = {}
+        naturals = list(map(stamps.__getitem__, nexts))
+        jumped: list[Any] = [stamps[jump] if jump >= 0 else None for jump in lone]
+        if -1 in lone or not self._jump_set.isdisjoint(nexts) or not _pi_stamps(naturals) or not _pi_stamps(jumped):
+            for at, seq in enumerate(branching):  # some are not the usual: those in turn
+                if lone[at] < 0 or nexts[at] in self._jump_set or not _pi_stamps([naturals[at], jumped[at]]):
+                    others[at] = list(map(where.__getitem__, self.children(seq)))
+            early: list[bool] = [at in others or natural <= jump for at, (natural, jump) in enumerate(zip(naturals, jumped, strict=True))]
+        else:
+            early = list(map(le, naturals, jumped))
+        jumps = [-1 if jump < 0 else where[jump] for jump in lone]
+        # Equal times keep file order: the next line first.
+        firsts = [end + 1 if natural_first else jump for end, jump, natural_first in zip(ends, jumps, early, strict=True)]
+        seconds = [jump if natural_first else end + 1 for end, jump, natural_first in zip(ends, jumps, early, strict=True)]
+        for at in others:
+            firsts[at] = seconds[at] = -1
+        return ends, firsts, seconds, others
+
     def _firsts(self) -> list[int]:
         """Each stretch's first row number in file order, and the number of rows after the last."""
         stops, numbers = self._stops, self._numbers
-        found = [numbers[at] for at in map(bisect_left, repeat(stops), self.heads)]
+        found = list(compress(numbers, map(self._head_set.__contains__, stops)))  # every head is a stop
         found.append(numbers[-1] + 1 if numbers else 0)
         return found
 
@@ -259,14 +360,18 @@ class FoldedTree:
         """The position of the row that shows `seq` (itself, or the run it is in)."""
         if not 0 <= seq < self.count:
             return None
-        order, _, firsts = self._walk()
         stretch = self._stretch_of(seq)
-        if self._where is None:
-            self._where = {stretch: at for at, stretch in enumerate(order)}
-        at = self._where.get(stretch)
-        if at is None:
-            return None
-        return firsts[at] + self._number(seq) - self._number(self.heads[stretch])
+        if not self._later_parent:
+            first = self._place()[0][stretch]
+        else:
+            order, _, firsts = self._walk()
+            if self._where is None:
+                self._where = {stretch: at for at, stretch in enumerate(order)}
+            at = self._where.get(stretch)
+            if at is None:
+                return None
+            first = firsts[at]
+        return first + self._number(seq) - self._number(self.heads[stretch])
 
 
 def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
@@ -281,6 +386,22 @@ def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
     if all(type(stamp) is str and len(stamp) == 24 and stamp[-1] == "Z" for stamp in found):
         return [kid for _, kid in sorted(zip(found, kids, strict=True), key=lambda pair: pair[0])]
     return sorted(kids, key=lambda kid: _ms(stamps[kid]))
+
+
+def _pi_stamps(stamps: list[Any]) -> bool:
+    """Whether these are all times as pi writes them (24 characters, ending in Z): they compare
+    as text as pi compares them as times."""
+    try:
+        return set(map(len, stamps)) <= {24} and "".join(stamps)[23::24] == "Z" * len(stamps)
+    except TypeError:  # not all text
+        return False
+
+
+def _merged(*ascending: list[int]) -> list[int]:
+    """The distinct seqs of some ascending lists, ascending (a sort of sorted runs merges them)."""
+    found = [seq for seqs in ascending for seq in seqs]
+    found.sort()
+    return list(dict.fromkeys(found))
 
 
 def _jump_parent(index: SessionIndex, seq: int) -> int | None:
