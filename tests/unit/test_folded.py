@@ -22,7 +22,7 @@ from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session, SessionIndex
 from sessiontree.tree import flat_tree
 from sessiontree.tree.folded import FoldedTree, Row
-from support.messages import assistant, user
+from support.messages import assistant, ts, user
 from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
@@ -98,7 +98,7 @@ shapes = st.lists(st.tuples(st.sampled_from(["next", "next", "next", "earlier", 
                             st.sampled_from(["user", "user", "label", "compaction"])), min_size=1, max_size=120)
 
 
-def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
+def _random_session(steps: list[tuple[str, int, str]], in_order: bool = False) -> bytes:
     entries: list[dict[str, Any]] = []
     for seq, (how, pick, kind) in enumerate(steps):
         parent = None
@@ -115,6 +115,9 @@ def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
                             "summary": "s", "firstKeptEntryId": entries[0]["id"], "tokensBefore": 1})
         else:
             entries.append(user(entry_id, parent, "q", second=pick % 50))
+    if in_order:  # stamped as pi stamps them, each no earlier than the line before (some equal)
+        for seq, entry in enumerate(entries):
+            entry["timestamp"] = ts(seq // 2)
     return session_bytes(*entries)
 
 
@@ -122,6 +125,32 @@ def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
 @settings(max_examples=150, deadline=None)
 def test_unfolding_every_run_gives_pis_tree_order(steps: list[tuple[str, int, str]]) -> None:
     check(Session.load(MemoryStorage(_random_session(steps))))
+
+
+@given(shapes)
+@settings(max_examples=100, deadline=None)
+def test_a_file_in_time_order_folds_without_comparing_times(steps: list[tuple[str, int, str]]) -> None:
+    session = Session.load(MemoryStorage(_random_session(steps, in_order=True)))
+    assert session.index.in_time_order()
+    check(session)
+
+
+def test_time_order_is_kept_as_entries_arrive_and_lost_to_an_odd_or_earlier_time() -> None:
+    entries = [user(f"e{seq:07d}", f"e{seq - 1:07d}" if seq else None, "q", second=seq) for seq in range(6)]
+    data = session_bytes(*entries)
+    lines = data.splitlines(keepends=True)
+    storage = MemoryStorage(b"".join(lines[:3]))
+    session = Session.load(storage)
+    assert session.index.in_time_order()
+    storage.data += b"".join(lines[3:])
+    session.refresh()
+    assert session.index.in_time_order() and Session.load(MemoryStorage(data)).index.in_time_order()
+    earlier = dict(entries[5], id="late", parentId=entries[2]["id"], timestamp=ts(1))
+    odd = dict(entries[5], id="odd", parentId=entries[2]["id"], timestamp="2025-01-01T00:00:09Z")
+    for entry in (earlier, odd, dict(entries[5], id="none", timestamp=None)):
+        index = Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])).index
+        assert not index.in_time_order()
+        check(Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])))
 
 
 @given(shapes, st.integers(1, 119))
@@ -137,6 +166,7 @@ def test_jumps_extended_as_entries_arrive_fold_as_a_fresh_scan(steps: list[tuple
     kept = check(session)
     fresh = Session.load(MemoryStorage(data)).index
     assert session.index.jumps() == fresh.jumps()
+    assert session.index.jump_parents() == fresh.jump_parents()
     assert _spans(kept.rows) == _spans(FoldedTree(fresh).rows)
 
 

@@ -12,8 +12,8 @@ import gc
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import accumulate, compress
-from operator import sub
+from itertools import accumulate, compress, islice
+from operator import le, sub
 from typing import Any, TypeVar, overload
 
 from ..entries import Node, js_trim
@@ -81,6 +81,16 @@ class SessionIndex:
         # entries before `_jumps_to`: where the tree departs from file order (see tree/folded.py).
         self._jumps: list[int] = []
         self._jumps_to = 0
+        # Those jumps by the parent they had on arrival (its jump children, ascending), those that
+        # had none (a root, a parent not in the file yet), and whether a parent came after its
+        # child (an orphan adopted before its jump was listed).
+        self._branches: dict[int, list[int]] = {}
+        self._unparented: list[int] = []
+        self._parent_later = False
+        # Whether the timestamps of the entries before `_times_to` are all as pi writes them and
+        # none is earlier than the one before (then siblings are in time order as in the file).
+        self._in_time_order = True
+        self._times_to = 0
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
@@ -266,6 +276,7 @@ class SessionIndex:
             for at in [at for at, code in enumerate(codes) if code in naming]:
                 self._apply_setting(kinds[at][0], ids[at], named.get(at), timestamps[at], lines[at], warnings, start + at)
         self._ids.extend(ids)  # type: ignore[union-attr]
+        self._note_times(start, timestamps)
         self._timestamps.extend(timestamps)  # type: ignore[union-attr]
         self.offsets.extend(offsets)
         self.lengths.extend(lengths)
@@ -364,10 +375,22 @@ class SessionIndex:
         if self._jumps_to != start:
             return
         steps = list(steps)
+        found = list(compress(range(start, start + len(steps)), steps))
         if start == 0 and steps and not steps[0]:  # the first entry is a root: ROOT is -1 as well
-            self._jumps.append(0)
-        self._jumps.extend(compress(range(start, start + len(steps)), steps))
+            found.insert(0, 0)
+        self._jumps.extend(found)
         self._jumps_to = start + len(steps)
+        branches, parents = self._branches, self.parents
+        for seq in found:  # a few per thousand entries
+            parent = parents[seq]
+            if parent < 0 or parent == seq:
+                self._unparented.append(seq)
+            elif (kids := branches.get(parent)) is None:
+                branches[parent] = [seq]
+                self._parent_later = self._parent_later or parent > seq
+            else:
+                kids.append(seq)
+                self._parent_later = self._parent_later or parent > seq
 
     def jumps(self) -> list[int]:
         """The seqs whose parent is not the line before them, and the first entry, ascending (the
@@ -378,6 +401,43 @@ class SessionIndex:
             start = self._jumps_to
             self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)))
         return self._jumps
+
+    def jump_parents(self) -> tuple[dict[int, list[int]], list[int], bool]:
+        """The jumps (`jumps`) by their parent as the parents column had it when they were listed:
+        parent seq -> its jump children, ascending (not to be changed); the jumps that had no
+        parent then (a root, a parent not yet in the file, which may have arrived since); and
+        whether any listed parent comes after its child. Kept with the jumps."""
+        self.jumps()
+        return self._branches, self._unparented, self._parent_later
+
+    def _note_times(self, start: int, stamps: list[Any]) -> None:
+        """Check the timestamps of entries `start`.. against pi's form and the order of the file,
+        when those before are checked (at C speed: a block's times in a few passes)."""
+        if self._times_to != start or not stamps:
+            return
+        self._times_to = start + len(stamps)
+        if not self._in_time_order:
+            return
+        before = self.timestamps[start - 1] if start else stamps[0]
+        try:  # 24 characters ending in Z, each no earlier than the one before (as text: as times)
+            self._in_time_order = (
+                set(map(len, stamps)) == {24}
+                and "".join(stamps)[23::24] == "Z" * len(stamps)
+                and before <= stamps[0]
+                and all(map(le, stamps, islice(stamps, 1, None)))
+            )
+        except TypeError:  # not all text
+            self._in_time_order = False
+
+    def in_time_order(self) -> bool:
+        """Whether every entry's timestamp is as pi writes it (which compare as text as they do as
+        times) and none is earlier than the one on the line before: then any entry's children in
+        time order are its children in file order. Kept as entries arrive; after a sidecar load,
+        checked on first use."""
+        count = len(self)
+        if self._times_to < count:
+            self._note_times(self._times_to, self.timestamps[self._times_to : count])
+        return self._in_time_order
 
     def _naming_codes(self) -> frozenset[int]:
         """The kinds codes of entries that change labels or the name."""
@@ -425,7 +485,9 @@ class SessionIndex:
             return False
         new_codes = [codes[seq] for seq in seqs]
         self.ids.extend(ids)
-        self.timestamps.extend([stamps[seq] for seq in seqs])
+        copied = [stamps[seq] for seq in seqs]
+        self._note_times(start, copied)
+        self.timestamps.extend(copied)
         self.lengths.extend([lengths[seq] for seq in seqs])
         self.offsets.extend(offsets)
         self.parents.extend(range(start - 1, start + count - 1))

@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import add, gt, le, sub
+from operator import add, gt, le, lt, sub
 from typing import Any
 
 from ..store import SessionIndex
@@ -64,38 +64,40 @@ class FoldedTree:
     def __init__(self, index: SessionIndex) -> None:
         self.index = index
         count = len(index)
-        if index.anchors_hold:  # no id repeats: the parents column is the tree
+        roots: list[int] = []
+        if index.anchors_hold:  # no id repeats: the parents column is the tree, its jumps listed by parent
             jumps = index.jumps()
-            found = list(map(index.parents.__getitem__, jumps))
-            parent_of: dict[int, int | None] = dict(zip(jumps, found, strict=True))
-            for seq in [seq for seq, parent in zip(jumps, found, strict=True) if parent < 0 or parent == seq]:
-                parent_of[seq] = _jump_parent(index, seq)  # a root, a parent not in the file, its own parent
-            shadowed: set[int] = set()
+            extra, unparented, later_parent = index.jump_parents()
+            # Those without a parent on arrival: a root, a parent not in the file, or one that came later.
+            resolved: dict[int, int | None] = {seq: _jump_parent(index, seq) for seq in unparented}
+            adopted = [(seq, parent) for seq, parent in resolved.items() if parent is not None]
+            if adopted:  # the index's lists are not to be changed: new lists where these join
+                extra = dict(extra)
+                for seq, parent in adopted:
+                    extra[parent] = sorted([*extra.get(parent, ()), seq])
+                    later_parent = later_parent or parent > seq
+            roots = [seq for seq, parent in resolved.items() if parent is None]
         else:  # a repeated id may move any parent: take pi's lookup for every entry (rare files)
             parents = _parents(index)
             jumps = [seq for seq, parent in enumerate(parents) if parent != seq - 1]
-            parent_of = {seq: parents[seq] for seq in jumps}
+            resolved = {seq: parents[seq] for seq in jumps}
             by_id, ids = index.by_id, index.ids
-            shadowed = {seq for seq in jumps if parents[seq] is None and by_id[ids[seq]] != seq}
+            extra = {}
+            for seq, above in resolved.items():  # in jumps order: each parent's jump children ascending
+                if above is None:
+                    if by_id[ids[seq]] == seq:  # not shadowed by a later line with its id
+                        roots.append(seq)
+                elif (kids := extra.get(above)) is None:
+                    extra[above] = [seq]
+                else:
+                    kids.append(seq)
+            later_parent = True  # some entry may be on a cycle, which no root reaches
         self.count = count
         self.jumps = jumps
         self._jump_set = set(jumps)
-        self.parent_of = parent_of
-        self.extra: dict[int, list[int]] = {}  # parent seq -> children that are jumps
+        self._resolved = resolved  # the parents of jumps not read from the parents column
+        self.extra: dict[int, list[int]] = extra  # parent seq -> children that are jumps (not to be changed)
         self._sorted: dict[int, list[int]] = {}  # children of the entries with jump children, in order
-        roots: list[int] = []
-        extra, get = self.extra, self.extra.get
-        for seq, parent in parent_of.items():  # in jumps order: each parent's jump children ascending
-            if parent is None:
-                if seq not in shadowed:
-                    roots.append(seq)
-            elif (kids := get(parent)) is None:
-                extra[parent] = [seq]
-            else:
-                kids.append(seq)
-        # Some parent comes after its child (an orphan adopted, a repeated id): an entry may be on
-        # a cycle, which no root reaches, and a stretch's parent may follow it.
-        later_parent = bool(shadowed) or any(map(gt, extra, map(min, extra.values())))
         self.roots = roots
         self.leaf = index.by_id.get(index.leaf_id) if index.leaf_id is not None else None
         self.shown = self._shown()
@@ -113,6 +115,7 @@ class FoldedTree:
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
         self._later_parent = later_parent
+        self._in_time_order = index.in_time_order()
         # Each stretch's first row in row order, its rows and those of the stretches below it (the
         # last slot: the roots'), its indent (see `_place`).
         self._placed: tuple[list[int], list[int], list[int]] | None = None
@@ -129,7 +132,8 @@ class FoldedTree:
             return [seq + 1] if natural else []
         kids = self._sorted.get(seq)
         if kids is None:
-            kids = self._sorted[seq] = _by_time(([seq + 1] if natural else []) + sorted(extra), self.index.timestamps)
+            kids = sorted(([seq + 1] if natural else []) + extra)  # file order: time order, in a file in time order
+            kids = self._sorted[seq] = kids if self._in_time_order else _by_time(kids, self.index.timestamps)
         return kids
 
     def _shown(self) -> set[int]:
@@ -148,7 +152,7 @@ class FoldedTree:
     def _leaf_path(self) -> list[tuple[int, int]]:
         """The leaf's path as ascending intervals of seqs (each a stretch of natural parents)."""
         intervals: list[tuple[int, int]] = []
-        jumps, parent_of, append = self.jumps, self.parent_of, intervals.append
+        jumps, append, resolved, parents = self.jumps, intervals.append, self._resolved, self.index.parents
         seq: int | None = self.leaf
         seen: set[int] | None = set() if self._later_parent else None  # a cycle is possible: watch for one
         while seq is not None:
@@ -158,7 +162,7 @@ class FoldedTree:
                 seen.add(seq)
             jump = jumps[bisect_right(jumps, seq) - 1]  # jumps[0] is 0
             append((jump, seq))
-            seq = parent_of[jump]
+            seq = resolved[jump] if jump in resolved else parents[jump]
         intervals.reverse()
         return intervals
 
@@ -280,22 +284,31 @@ class FoldedTree:
 
     def _branch_kids(self, where: dict[int, int]) -> tuple[list[int], list[int], list[int], dict[int, list[int]]]:
         """Per branch point, ascending: the stretch it ends, and its children's stretches in pi's
-        order: for the usual branch point (the next line and one jump, both stamped as pi writes
-        them, which compare as text) the first and the second, else -1 and the list in `others`."""
+        order: for the usual branch point (the next line and one jump, in a file in time order or
+        both stamped as pi writes them, which compare as text) the first and the second, else -1
+        and the list in `others`."""
         branching, extra, stamps = self._branching, self.extra, self.index.timestamps
         nexts = [seq + 1 for seq in branching]  # the line after a branch point is a head
         ends = [where[seq] - 1 for seq in nexts]
         lone = [kids[0] if len(kids) == 1 else -1 for kids in map(extra.__getitem__, branching)]
         others: dict[int, list[int]] = {}
-        naturals = list(map(stamps.__getitem__, nexts))
-        jumped: list[Any] = [stamps[jump] if jump >= 0 else None for jump in lone]
-        if -1 in lone or not self._jump_set.isdisjoint(nexts) or not _pi_stamps(naturals) or not _pi_stamps(jumped):
-            for at, seq in enumerate(branching):  # some are not the usual: those in turn
-                if lone[at] < 0 or nexts[at] in self._jump_set or not _pi_stamps([naturals[at], jumped[at]]):
-                    others[at] = list(map(where.__getitem__, self.children(seq)))
-            early: list[bool] = [at in others or natural <= jump for at, (natural, jump) in enumerate(zip(naturals, jumped, strict=True))]
+        jumped_set = self._jump_set
+        if self._in_time_order:  # siblings in time order are in file order
+            if -1 in lone or not jumped_set.isdisjoint(nexts):
+                for at, seq in enumerate(branching):  # some are not the usual: those in turn
+                    if lone[at] < 0 or nexts[at] in jumped_set:
+                        others[at] = list(map(where.__getitem__, self.children(seq)))
+            early = list(map(lt, nexts, lone))
         else:
-            early = list(map(le, naturals, jumped))
+            naturals = list(map(stamps.__getitem__, nexts))
+            jumped: list[Any] = [stamps[jump] if jump >= 0 else None for jump in lone]
+            if -1 in lone or not jumped_set.isdisjoint(nexts) or not _pi_stamps(naturals) or not _pi_stamps(jumped):
+                for at, seq in enumerate(branching):  # some are not the usual: those in turn
+                    if lone[at] < 0 or nexts[at] in jumped_set or not _pi_stamps([naturals[at], jumped[at]]):
+                        others[at] = list(map(where.__getitem__, self.children(seq)))
+                early = [at in others or natural <= jump for at, (natural, jump) in enumerate(zip(naturals, jumped, strict=True))]
+            else:
+                early = list(map(le, naturals, jumped))
         jumps = [-1 if jump < 0 else where[jump] for jump in lone]
         # Equal times keep file order: the next line first.
         firsts = [end + 1 if natural_first else jump for end, jump, natural_first in zip(ends, jumps, early, strict=True)]
