@@ -6,8 +6,9 @@ not (the *jumps*) describe the whole shape. The folded tree is made from them: a
 than one child starts indented branches; a stretch of consecutive entries that each have one child
 and nothing to show (no label, not a compaction or branch summary, not the leaf) becomes one *run*
 row with its length, listed entry by entry only when asked. The index lists the jumps as entries
-arrive (`SessionIndex.jumps`), so the first page costs about the number of jumps and of entries
-worth a row, sorted once, and later pages only their own rows; nothing here is per entry.
+arrive (`SessionIndex.jumps`, filed by parent in `jump_parents`, and whether the file is in time
+order), so the first page, or the page that shows the leaf, costs about the number of jumps, and
+later pages only their own rows; nothing here is per entry.
 
 Rows come in pi's `getTree` order (depth-first, siblings by timestamp), indented once per branch.
 """
@@ -20,8 +21,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from functools import partial
-from itertools import accumulate, chain, compress, islice, repeat
-from operator import add, gt, le, lt, sub
+from itertools import accumulate, islice, repeat
+from operator import itemgetter, le, lt, sub
 from typing import Any
 
 from ..store import SessionIndex
@@ -53,12 +54,13 @@ class FoldedTree:
     before it, or the first child of a branch point) down the lines that follow it, each the only
     child of the one before, to the first that branches, ends or is followed by a jump. Each stretch
     is its head's row, then a row for each entry worth one (a *stop*: labelled, a compaction, the
-    leaf, a branch point, the stretch's end) with a run row before it where entries lie between. So
-    numbering the rows in file order is counting stops and gaps, done once over sorted columns; the
-    row order (depth first, siblings by time) only permutes whole stretches. A page past the first
-    or a position places every stretch in row order from the rows below each (`_place`: two passes
-    over the stretches in file order, no walk), or, where a parent follows its child in the file
-    (a cycle is then possible), walks them. No row is made until a page needs it.
+    leaf, a branch point, the stretch's end) with a run row before it where entries lie between. A
+    stretch with nothing shown inside has one to three rows by its length alone; only the few with
+    shown entries inside (`_inner`) are counted stop by stop. The row order (depth first, siblings
+    by time) only permutes whole stretches. A page past the first or a position places every
+    stretch in row order from the rows below each (`_place`: two passes over the branch points, in
+    file order and back, no walk), or, where a parent follows its child in the file (a cycle is
+    then possible), walks them. No row is made until a page needs it.
     """
 
     def __init__(self, index: SessionIndex) -> None:
@@ -103,15 +105,18 @@ class FoldedTree:
         self.shown = self._shown()
         # Stretches by their heads; each ends on the line before the next head (or the last line).
         self._branching = sorted(extra)
-        self.heads = _merged(jumps, [seq + 1 for seq in self._branching if seq + 1 < count])
+        jumped = self._jump_set
+        self.heads = sorted([*jumps, *(seq + 1 for seq in self._branching if seq + 1 < count and seq + 1 not in jumped)])
         self._head_set = set(self.heads)
-        # Every entry that is a row of its own, ascending (the heads, the stretches' ends, the entries
-        # always shown), and the file-order row number of each.
-        ends = [*(seq - 1 for seq in islice(self.heads, 1, None)), count - 1]
-        # Each stretch's head then its end (the same entry when it is one line): ascending already.
-        self._stops = _merged(list(chain.from_iterable(zip(self.heads, ends, strict=True))), sorted(self.shown)) if count else []
-        runs = accumulate(map(gt, map(sub, self._stops[1:], self._stops[:-1]), repeat(1)), initial=0)
-        self._numbers: list[int] = list(map(add, range(len(self._stops)), runs))  # a run row wherever stops are apart
+        # Each stretch's rows: its head, its end, the entries always shown between them (`_inner`,
+        # ascending), and a run wherever two of these are apart.
+        self._ends = [*(seq - 1 for seq in islice(self.heads, 1, None)), count - 1] if count else []
+        heads, ends, head_set = self.heads, self._ends, self._head_set
+        self._inner = [seq for seq in sorted(self.shown) if seq not in head_set and seq + 1 not in head_set and seq < count - 1]
+        self._rows = [3 if lines > 1 else lines + 1 for lines in map(sub, ends, heads)]  # head, a run, end (or fewer)
+        if self._inner:
+            for stretch in set(map(bisect_right, repeat(heads), self._inner)):
+                self._rows[stretch - 1] = len(self._local_rows(stretch - 1))
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
         self._later_parent = later_parent
@@ -119,7 +124,7 @@ class FoldedTree:
         # Each stretch's first row in row order, its rows and those of the stretches below it (the
         # last slot: the roots'), its indent (see `_place`).
         self._placed: tuple[list[int], list[int], list[int]] | None = None
-        self._total = None if later_parent else (self._numbers[-1] + 1 if count else 0)
+        self._total = None if later_parent else sum(self._rows)
         self._path: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ shape
@@ -187,17 +192,21 @@ class FoldedTree:
     def _stretch_of(self, seq: int) -> int:
         return bisect_right(self.heads, seq) - 1
 
-    def _number(self, seq: int) -> int:
-        """The file-order row number of the row that shows `seq` (a stop, or a run)."""
-        at = bisect_left(self._stops, seq)
-        number = self._numbers[at]
-        return number if self._stops[at] == seq else number - 1  # inside the run before that stop
+    def _local_rows(self, stretch: int) -> list[tuple[int, int]]:
+        """A stretch's rows as (first, last) seqs: its stops (head, shown entries, end), with a
+        run between two that are apart."""
+        head, end, inner = self.heads[stretch], self._ends[stretch], self._inner
+        stops = [head, *inner[bisect_right(inner, head) : bisect_left(inner, end)], end] if end > head else [head]
+        found = [(head, head)]
+        for before, stop in zip(stops, islice(stops, 1, None), strict=False):  # each stop after the head
+            if stop - before > 1:
+                found.append((before + 1, stop - 1))
+            found.append((stop, stop))
+        return found
 
-    def _span(self, stretch: int) -> tuple[int, int]:
-        """The file-order row numbers of a stretch's rows: first, and one past the last."""
-        heads = self.heads
-        first = self._number(heads[stretch])
-        return first, self._number(heads[stretch + 1]) if stretch + 1 < len(heads) else self._numbers[-1] + 1
+    def _offset(self, stretch: int, seq: int) -> int:
+        """The place, among its stretch's rows, of the row that shows `seq`."""
+        return bisect_right(self._local_rows(stretch), (seq, self.count)) - 1
 
     def _stretches(self, where: Callable[[int], int]) -> Iterator[tuple[int, int]]:
         """(stretch, indent) in row order: depth first from the roots in file order, siblings by
@@ -231,8 +240,7 @@ class FoldedTree:
             where = dict(zip(self.heads, range(len(self.heads)), strict=True))
             walked = list(self._stretches(where.__getitem__))
             order, indents = [stretch for stretch, _ in walked], [indent for _, indent in walked]
-            firsts = self._firsts()
-            lengths = [firsts[stretch + 1] - firsts[stretch] for stretch in order]
+            lengths = list(map(self._rows.__getitem__, order))
             self._walked = (order, indents, list(accumulate(lengths, initial=0)))
             self._total = self._walked[2][-1]
         return self._walked
@@ -240,28 +248,26 @@ class FoldedTree:
     def _place(self) -> tuple[list[int], list[int], list[int]]:
         """Without a walk in row order (every parent before its children in the file, so every
         stretch is reached and a stretch's parent stretch comes before it): each stretch's rows
-        and those of all stretches below it, summed from the last stretch back; then each
+        and those of all stretches below it, summed from the last branch point back; then each
         stretch's first row in row order, from the first forward: a child's is its parent's first
-        row plus the parent's rows plus the rows below its earlier siblings. One pass over the
-        branch points and one over the stretches, in file order, with no stack."""
+        row plus the parent's rows plus the rows below its earlier siblings. Two passes over the
+        branch points, in file order and back, with no stack."""
         if self._placed is None:
             heads, count = self.heads, len(self.heads)
             where = dict(zip(heads, range(count), strict=True))
-            firsts = self._firsts()
-            rows = list(map(sub, islice(firsts, 1, None), firsts))
-            below = [*rows, 0]  # rows per stretch, then with those below; the last slot: the roots'
-            above = [count] * count  # each stretch's parent stretch; count: a root
+            rows = self._rows
+            below = rows.copy()  # rows per stretch, then with those below
             # Per branch point (each ends its stretch, and comes before its jump children): the
             # stretch it ends, then its children's stretches in order, the usual two as two lists.
+            # From the last back, a branch point's children have their sums before it is summed.
             ends, firsts_, seconds, others = self._branch_kids(where)
-            for stretch, first, second in zip(ends, firsts_, seconds, strict=True):
-                if second >= 0:
-                    above[first] = above[second] = stretch
-            for at, kids in others.items():
-                for kid in kids:
-                    above[kid] = ends[at]
-            for stretch in range(count - 1, -1, -1):
-                below[above[stretch]] += below[stretch]
+            if not others:
+                for stretch, first, second in zip(reversed(ends), reversed(firsts_), reversed(seconds), strict=True):
+                    below[stretch] += below[first] + below[second]
+            else:
+                for at in range(len(ends) - 1, -1, -1):
+                    kids = others.get(at) or (firsts_[at], seconds[at])
+                    below[ends[at]] += sum(map(below.__getitem__, kids))
             starts, indents = [0] * count, [0] * count
             row = 0
             for root in self.roots:
@@ -289,10 +295,15 @@ class FoldedTree:
         and the list in `others`."""
         branching, extra, stamps = self._branching, self.extra, self.index.timestamps
         nexts = [seq + 1 for seq in branching]  # the line after a branch point is a head
-        ends = [where[seq] - 1 for seq in nexts]
-        lone = [kids[0] if len(kids) == 1 else -1 for kids in map(extra.__getitem__, branching)]
-        others: dict[int, list[int]] = {}
+        kids_of = list(map(extra.__getitem__, branching))
         jumped_set = self._jump_set
+        if self._in_time_order and set(map(len, kids_of)) <= {1} and jumped_set.isdisjoint(nexts):
+            # The usual file: each branch point's next line and one later jump, in that order.
+            firsts = list(map(where.__getitem__, nexts))
+            return [first - 1 for first in firsts], firsts, list(map(where.__getitem__, map(itemgetter(0), kids_of))), {}
+        ends = [where[seq] - 1 for seq in nexts]
+        lone = [kids[0] if len(kids) == 1 else -1 for kids in kids_of]
+        others: dict[int, list[int]] = {}
         if self._in_time_order:  # siblings in time order are in file order
             if -1 in lone or not jumped_set.isdisjoint(nexts):
                 for at, seq in enumerate(branching):  # some are not the usual: those in turn
@@ -317,13 +328,6 @@ class FoldedTree:
             firsts[at] = seconds[at] = -1
         return ends, firsts, seconds, others
 
-    def _firsts(self) -> list[int]:
-        """Each stretch's first row number in file order, and the number of rows after the last."""
-        stops, numbers = self._stops, self._numbers
-        found = list(compress(numbers, map(self._head_set.__contains__, stops)))  # every head is a stop
-        found.append(numbers[-1] + 1 if numbers else 0)
-        return found
-
     @property
     def total(self) -> int:
         """Rows in all (entries on a parent cycle, which no root reaches, have none)."""
@@ -334,18 +338,8 @@ class FoldedTree:
 
     def _rows_of(self, stretch: int, indent: int, start: int = 0) -> Iterator[Row]:
         """A stretch's rows, from its `start`th."""
-        first, end = self._span(stretch)
-        stops, numbers = self._stops, self._numbers
-        at = bisect_left(numbers, first + start)
-        number = first + start
-        while number < end:
-            if numbers[at] == number:
-                seq = stops[at]
-                yield Row(seq, seq, indent)
-                at += 1
-            else:  # the run between the stop before and this one
-                yield Row(stops[at - 1] + 1, stops[at] - 1, indent)
-            number += 1
+        for first, last in islice(self._local_rows(stretch), start, None):
+            yield Row(first, last, indent)
 
     def page(self, offset: int, limit: int) -> list[Row]:
         """The rows at positions offset..offset + limit - 1."""
@@ -384,7 +378,7 @@ class FoldedTree:
             if at is None:
                 return None
             first = firsts[at]
-        return first + self._number(seq) - self._number(self.heads[stretch])
+        return first + self._offset(stretch, seq)
 
 
 def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
@@ -408,13 +402,6 @@ def _pi_stamps(stamps: list[Any]) -> bool:
         return set(map(len, stamps)) <= {24} and "".join(stamps)[23::24] == "Z" * len(stamps)
     except TypeError:  # not all text
         return False
-
-
-def _merged(*ascending: list[int]) -> list[int]:
-    """The distinct seqs of some ascending lists, ascending (a sort of sorted runs merges them)."""
-    found = [seq for seqs in ascending for seq in seqs]
-    found.sort()
-    return list(dict.fromkeys(found))
 
 
 def _jump_parent(index: SessionIndex, seq: int) -> int | None:
