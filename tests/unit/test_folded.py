@@ -49,6 +49,7 @@ def check(session: Session) -> FoldedTree:
     for before, after in pairwise(tree.rows):
         if after.indent > before.indent:
             assert after.indent == before.indent + 1 and len(tree.children(before.last)) > 1
+    assert tree._rows == [len(tree._local_rows(stretch)) for stretch in range(len(tree.heads))]  # counted as listed
     check_pages(index)
     return tree
 

@@ -115,8 +115,7 @@ class FoldedTree:
         self._inner = [seq for seq in sorted(self.shown) if seq not in head_set and seq + 1 not in head_set and seq < count - 1]
         self._rows = [3 if lines > 1 else lines + 1 for lines in map(sub, ends, heads)]  # head, a run, end (or fewer)
         if self._inner:
-            for stretch in set(map(bisect_right, repeat(heads), self._inner)):
-                self._rows[stretch - 1] = len(self._local_rows(stretch - 1))
+            self._count_inner()
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
         self._later_parent = later_parent
@@ -191,6 +190,21 @@ class FoldedTree:
 
     def _stretch_of(self, seq: int) -> int:
         return bisect_right(self.heads, seq) - 1
+
+    def _count_inner(self) -> None:
+        """Count again the rows of the stretches with shown entries inside: after the head, each
+        stop (those entries, then the end) is a row, with a run before it if apart from the last."""
+        heads, ends, rows = self.heads, self._ends, self._rows
+        current, before = -1, 0
+        for seq, stretch in zip(self._inner, map(bisect_right, repeat(heads), self._inner), strict=True):
+            if stretch - 1 != current:
+                if current >= 0:
+                    rows[current] += 1 + (ends[current] - before > 1)
+                current, before = stretch - 1, heads[stretch - 1]
+                rows[current] = 1
+            rows[current] += 1 + (seq - before > 1)
+            before = seq
+        rows[current] += 1 + (ends[current] - before > 1)
 
     def _local_rows(self, stretch: int) -> list[tuple[int, int]]:
         """A stretch's rows as (first, last) seqs: its stops (head, shown entries, end), with a
