@@ -76,15 +76,14 @@ def check_pages(index: SessionIndex) -> None:
 
 
 def check_leaf_path(index: SessionIndex) -> None:
-    """The leaf's path reads the same before rows are placed (from its intervals) and after (from
-    the rows below each stretch), and is the walk from the leaf to its root."""
-    before = FoldedTree(index)
-    found = [before.on_path(seq) for seq in range(len(index))]
-    after = FoldedTree(index)
-    after.find(0)
-    assert [after.on_path(seq) for seq in range(len(index))] == found
-    if before.leaf is not None and not any(w.kind == "cycle" for w in _warnings(index)):
-        assert {seq for seq, on in enumerate(found) if on} == set(index.walk(before.leaf)[0])
+    """The leaf's path reads the same from its intervals through the jumps and from the rows below
+    each stretch (what `on_path` reads where parents come before children), and is the walk from
+    the leaf to its root."""
+    tree = FoldedTree(index)
+    found = [any(first <= seq <= last for first, last in tree.path) for seq in range(len(index))]
+    assert [tree.on_path(seq) for seq in range(len(index))] == found
+    if tree.leaf is not None and not any(w.kind == "cycle" for w in _warnings(index)):
+        assert {seq for seq, on in enumerate(found) if on} == set(index.walk(tree.leaf)[0])
 
 
 def _warnings(index: SessionIndex) -> list[p.FileWarning]:

@@ -177,8 +177,8 @@ class FoldedTree:
         return self._path
 
     def on_path(self, seq: int) -> bool:
-        if self._placed is not None and self.leaf is not None:  # an ancestor's rows hold the leaf's in row order
-            firsts, below, _ = self._placed
+        if self.leaf is not None and not self._later_parent:  # an ancestor's rows hold the leaf's in row order
+            firsts, below, _ = self._place()  # cheaper than the path through every jump above the leaf
             stretch, leaf = self._stretch_of(seq), self._stretch_of(self.leaf)
             if stretch == leaf:
                 return seq <= self.leaf
