@@ -21,7 +21,7 @@ from sessiontree.errors import EntryNotFound, InvalidParams
 from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session, SessionIndex
 from sessiontree.tree import flat_tree
-from sessiontree.tree.folded import FoldedTree, Row
+from sessiontree.tree.folded import FoldedTree, Row, flat_nodes
 from support.messages import assistant, ts, user
 from support.sessions import PI_QUIRK_CASES, session_bytes
 
@@ -50,6 +50,10 @@ def check(session: Session) -> FoldedTree:
         if after.indent > before.indent:
             assert after.indent == before.indent + 1 and len(tree.children(before.last)) > 1
     assert tree._rows == [len(tree._local_rows(stretch)) for stretch in range(len(tree.heads))]  # counted as listed
+    previews = [f"p{seq}" if seq % 3 else None for seq in range(len(index))]
+    made = flat_nodes(FoldedTree(index), previews)
+    if made is not None:  # made a stretch at a time (where no parent follows its child): the flat tree, node for node
+        assert made == flat_tree(index, previews.__getitem__, [])
     check_pages(index)
     return tree
 

@@ -26,7 +26,7 @@ from operator import itemgetter, le, lt, sub
 from typing import Any
 
 from ..store import SessionIndex
-from ..tree_nodes import TreeRow, TreeRun
+from ..tree_nodes import TreeNode, TreeRow, TreeRun
 from .tree import _ms, _parents
 
 Preview = Callable[[int], str | None]
@@ -393,6 +393,58 @@ class FoldedTree:
                 return None
             first = firsts[at]
         return first + self._offset(stretch, seq)
+
+
+def flat_nodes(tree: FoldedTree, previews: list[str | None]) -> list[TreeNode] | None:
+    """pi's getTree flattened (as `tree.flat_tree`), made a stretch at a time from the folded
+    tree's order: each stretch's entries are consecutive lines, each a level deeper than the one
+    before and the only child of it, so their columns are sliced, not looked up entry by entry.
+    None where a parent follows its child in the file (a cycle is possible): take `flat_tree`."""
+    if tree._later_parent:
+        return None
+    index = tree.index
+    if not len(index):
+        return []
+    order = tree._walk()[0]
+    heads, ends, children = tree.heads, tree._ends, tree.children
+    resolved, jumped, parents = tree._resolved, tree._jump_set, index.parents  # as the folded tree has them
+    ids, stamps, codes, values = index.ids, index.timestamps, index.kinds.codes, index.kinds.values
+    types = [kind and kind[0] for kind in values]  # (a code may stand for no kind: no entry has it)
+    roles = [kind and kind[1] for kind in values]
+    depth_of: dict[int, int] = {}  # a stretch's head's depth
+    first_of: dict[int, int] = {}  # a stretch's head's place among the nodes
+    nodes: list[TreeNode] = []
+    for stretch in order:  # a parent's stretch before its children's
+        head, end = heads[stretch], ends[stretch]
+        parent = resolved[head] if head in resolved else parents[head] if head in jumped else head - 1
+        if parent is None:
+            depth = 0
+        else:
+            above = bisect_right(heads, parent) - 1
+            depth = depth_of[above] + parent - heads[above] + 1
+        depth_of[stretch], first_of[stretch] = depth, len(nodes)
+        count = end - head + 1
+        kinds = codes[head : end + 1]
+        nodes += map(
+            TreeNode,
+            ids[head : end + 1],
+            [index.parent_id(head), *ids[head:end]],
+            map(types.__getitem__, kinds),
+            stamps[head : end + 1],
+            range(depth, depth + count),
+            [*repeat(1, count - 1), len(children(end))],
+            repeat(None, count),
+            repeat(None, count),
+            map(roles.__getitem__, kinds),
+            previews[head : end + 1],
+        )
+    for target, (label, stamp) in index.labels.items():  # ids are distinct here
+        seq = index.by_id.get(target)
+        if seq is not None:
+            stretch = bisect_right(heads, seq) - 1
+            node = nodes[first_of[stretch] + seq - heads[stretch]]
+            node.label, node.label_timestamp = label, stamp
+    return nodes
 
 
 def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
