@@ -135,25 +135,25 @@ def test_unfolding_every_run_gives_pis_tree_order(steps: list[tuple[str, int, st
 @settings(max_examples=100, deadline=None)
 def test_a_file_in_time_order_folds_without_comparing_times(steps: list[tuple[str, int, str]]) -> None:
     session = Session.load(MemoryStorage(_random_session(steps, in_order=True)))
-    assert session.index.in_time_order()
+    assert session.index.siblings_in_time_order()
     check(session)
 
 
-def test_time_order_is_kept_as_entries_arrive_and_lost_to_an_odd_or_earlier_time() -> None:
+def test_sibling_time_order_is_kept_as_entries_arrive_and_lost_to_an_odd_or_earlier_time() -> None:
     entries = [user(f"e{seq:07d}", f"e{seq - 1:07d}" if seq else None, "q", second=seq) for seq in range(6)]
     data = session_bytes(*entries)
     lines = data.splitlines(keepends=True)
     storage = MemoryStorage(b"".join(lines[:3]))
     session = Session.load(storage)
-    assert session.index.in_time_order()
+    assert session.index.siblings_in_time_order()
     storage.data += b"".join(lines[3:])
     session.refresh()
-    assert session.index.in_time_order() and Session.load(MemoryStorage(data)).index.in_time_order()
+    assert session.index.siblings_in_time_order() and Session.load(MemoryStorage(data)).index.siblings_in_time_order()
     earlier = dict(entries[5], id="late", parentId=entries[2]["id"], timestamp=ts(1))
     odd = dict(entries[5], id="odd", parentId=entries[2]["id"], timestamp="2025-01-01T00:00:09Z")
     for entry in (earlier, odd, dict(entries[5], id="none", timestamp=None)):
         index = Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])).index
-        assert not index.in_time_order()
+        assert not index.siblings_in_time_order()
         check(Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])))
 
 
@@ -171,6 +171,7 @@ def test_jumps_extended_as_entries_arrive_fold_as_a_fresh_scan(steps: list[tuple
     fresh = Session.load(MemoryStorage(data)).index
     assert session.index.jumps() == fresh.jumps()
     assert session.index.jump_parents() == fresh.jump_parents()
+    assert session.index.siblings_in_time_order() == fresh.siblings_in_time_order()
     assert _spans(kept.rows) == _spans(FoldedTree(fresh).rows)
 
 

@@ -12,8 +12,8 @@ import gc
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import accumulate, compress, islice
-from operator import le, sub
+from itertools import accumulate, compress
+from operator import sub
 from typing import Any, TypeVar, overload
 
 from ..entries import Node, js_trim
@@ -47,6 +47,24 @@ def _long_lived(value: T) -> T:
     from walking its 100,000 items at every full collection (as the service does at open)."""
     gc.freeze()
     return value
+
+
+def _pi_time(stamp: Any) -> bool:
+    """Stamped as pi stamps a time (`toISOString`): such stamps compare as text as they do as times."""
+    return type(stamp) is str and len(stamp) == 24 and stamp[23] == "Z"
+
+
+def _no_earlier(seq: int, before: list[int], stamps: list[Any], start: int, earlier: list[Any]) -> bool:
+    """Whether entry `seq` and those `before` it are stamped as pi stamps times, none later than
+    `seq`'s (`stamps`: of the entries from `start`; `earlier`: of those before)."""
+    mine = stamps[seq - start]
+    if not _pi_time(mine):
+        return False
+    for at in before:
+        other = stamps[at - start] if at >= start else earlier[at]
+        if not _pi_time(other) or other > mine:
+            return False
+    return True
 
 
 class SessionIndex:
@@ -87,10 +105,9 @@ class SessionIndex:
         self._branches: dict[int, list[int]] = {}
         self._unparented: list[int] = []
         self._parent_later = False
-        # Whether the timestamps of the entries before `_times_to` are all as pi writes them and
-        # none is earlier than the one before (then siblings are in time order as in the file).
-        self._in_time_order = True
-        self._times_to = 0
+        # Whether every jump listed is stamped as pi stamps a time and no earlier than each sibling
+        # before it in the file, also so stamped: then siblings in file order are in time order.
+        self._siblings_in_order = True
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
@@ -270,13 +287,12 @@ class SessionIndex:
         codes = [plain.get(key) or code_of((intern(key[0]), key[1] and intern(key[1]))) for key in kinds]
         naming = self._naming_codes()
         named = dict(settings) if not naming.isdisjoint(codes) else None
-        if not self._add_simply(ids, parent_ids, codes, start, by_id):
+        if not self._add_simply(ids, parent_ids, codes, start, by_id, timestamps):
             self._add_one_by_one(ids, parent_ids, kinds, timestamps, codes, named, naming, start, lines, warnings)
         elif named is not None:
             for at in [at for at, code in enumerate(codes) if code in naming]:
                 self._apply_setting(kinds[at][0], ids[at], named.get(at), timestamps[at], lines[at], warnings, start + at)
         self._ids.extend(ids)  # type: ignore[union-attr]
-        self._note_times(start, timestamps)
         self._timestamps.extend(timestamps)  # type: ignore[union-attr]
         self.offsets.extend(offsets)
         self.lengths.extend(lengths)
@@ -284,7 +300,9 @@ class SessionIndex:
         self.settings.put_all([(start + at, setting) for at, setting in settings])
         self.leaf_id = ids[-1]
 
-    def _add_simply(self, ids: list[str], parent_ids: list[str | None], codes: list[int], start: int, by_id: dict[str, int]) -> bool:
+    def _add_simply(
+        self, ids: list[str], parent_ids: list[str | None], codes: list[int], start: int, by_id: dict[str, int], timestamps: list[Any]
+    ) -> bool:
         """The usual case, without a look back per entry: no id repeats, every parent is found
         before its child (or is missing from the whole file so far), no orphan waits for one of
         these ids. Adds ids and parents to the columns and the anchors; False (nothing added)
@@ -308,7 +326,7 @@ class SessionIndex:
                 if parent == MISSING:
                     self._note_orphan(seq, parent_ids[seq - start])  # type: ignore[arg-type]
         self.parents.extend(found)
-        self._note_jumps(start, steps)
+        self._note_jumps(start, steps, timestamps)
         self._anchor_all(found, codes, start)
         return True
 
@@ -366,12 +384,12 @@ class SessionIndex:
             if named is not None and code in naming:
                 at = seq - start
                 self._apply_setting(kinds[at][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
-        self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)))
+        self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)), timestamps)
 
-    def _note_jumps(self, start: int, steps: Iterable[int]) -> None:
+    def _note_jumps(self, start: int, steps: Iterable[int], stamps: list[Any]) -> None:
         """Extend the jumps with entries `start`.. (`steps`: each one's parents column minus
-        (seq - 1)), when those before are listed. A parent adopted later stays a jump (it was
-        MISSING, it becomes a later line)."""
+        (seq - 1); `stamps`: their timestamps), when those before are listed. A parent adopted
+        later stays a jump (it was MISSING, it becomes a later line)."""
         if self._jumps_to != start:
             return
         steps = list(steps)
@@ -385,12 +403,17 @@ class SessionIndex:
             parent = parents[seq]
             if parent < 0 or parent == seq:
                 self._unparented.append(seq)
-            elif (kids := branches.get(parent)) is None:
+                continue
+            kids = branches.get(parent)
+            if parent > seq:
+                self._parent_later = True
+            elif self._siblings_in_order:  # its siblings so far: the line after the parent, and earlier jumps
+                before = [*([parent + 1] if parents[parent + 1] == parent else ()), *(kids or ())]
+                self._siblings_in_order = _no_earlier(seq, before, stamps, start, self.timestamps)
+            if kids is None:
                 branches[parent] = [seq]
-                self._parent_later = self._parent_later or parent > seq
             else:
                 kids.append(seq)
-                self._parent_later = self._parent_later or parent > seq
 
     def jumps(self) -> list[int]:
         """The seqs whose parent is not the line before them, and the first entry, ascending (the
@@ -399,7 +422,7 @@ class SessionIndex:
         count = len(self)
         if self._jumps_to < count:
             start = self._jumps_to
-            self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)))
+            self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)), self.timestamps[start:count])
         return self._jumps
 
     def jump_parents(self) -> tuple[dict[int, list[int]], list[int], bool]:
@@ -410,34 +433,13 @@ class SessionIndex:
         self.jumps()
         return self._branches, self._unparented, self._parent_later
 
-    def _note_times(self, start: int, stamps: list[Any]) -> None:
-        """Check the timestamps of entries `start`.. against pi's form and the order of the file,
-        when those before are checked (at C speed: a block's times in a few passes)."""
-        if self._times_to != start or not stamps:
-            return
-        self._times_to = start + len(stamps)
-        if not self._in_time_order:
-            return
-        before = self.timestamps[start - 1] if start else stamps[0]
-        try:  # 24 characters ending in Z, each no earlier than the one before (as text: as times)
-            self._in_time_order = (
-                set(map(len, stamps)) == {24}
-                and "".join(stamps)[23::24] == "Z" * len(stamps)
-                and before <= stamps[0]
-                and all(map(le, stamps, islice(stamps, 1, None)))
-            )
-        except TypeError:  # not all text
-            self._in_time_order = False
-
-    def in_time_order(self) -> bool:
-        """Whether every entry's timestamp is as pi writes it (which compare as text as they do as
-        times) and none is earlier than the one on the line before: then any entry's children in
-        time order are its children in file order. Kept as entries arrive; after a sidecar load,
-        checked on first use."""
-        count = len(self)
-        if self._times_to < count:
-            self._note_times(self._times_to, self.timestamps[self._times_to : count])
-        return self._in_time_order
+    def siblings_in_time_order(self) -> bool:
+        """Whether every entry's children in file order are in time order as pi sorts them (each
+        stamped as pi stamps a time, which compare as text as they do as times, and none earlier
+        than a sibling before it), as far as the parents column tells them (`jump_parents`).
+        Checked for each jump as it is listed."""
+        self.jumps()
+        return self._siblings_in_order
 
     def _naming_codes(self) -> frozenset[int]:
         """The kinds codes of entries that change labels or the name."""
@@ -486,12 +488,11 @@ class SessionIndex:
         new_codes = [codes[seq] for seq in seqs]
         self.ids.extend(ids)
         copied = [stamps[seq] for seq in seqs]
-        self._note_times(start, copied)
         self.timestamps.extend(copied)
         self.lengths.extend([lengths[seq] for seq in seqs])
         self.offsets.extend(offsets)
         self.parents.extend(range(start - 1, start + count - 1))
-        self._note_jumps(start, [0] * count)
+        self._note_jumps(start, [0] * count, copied)
         self.kinds.codes.extend(new_codes)
         self._copy_settings(source, seqs, start)
         self._anchor_chain(start, new_codes)

@@ -119,7 +119,7 @@ class FoldedTree:
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
         self._later_parent = later_parent
-        self._in_time_order = index.in_time_order()
+        self._in_time_order = index.anchors_hold and index.siblings_in_time_order()  # children in file order are in time order
         # Each stretch's first row in row order, its rows and those of the stretches below it (the
         # last slot: the roots'), its indent (see `_place`).
         self._placed: tuple[list[int], list[int], list[int]] | None = None
