@@ -107,11 +107,11 @@ class FoldedTree:
         self._branching = sorted(extra)
         jumped = self._jump_set
         self.heads = sorted([*jumps, *(seq + 1 for seq in self._branching if seq + 1 < count and seq + 1 not in jumped)])
-        self._head_set = set(self.heads)
+        head_set = set(self.heads)
         # Each stretch's rows: its head, its end, the entries always shown between them (`_inner`,
         # ascending), and a run wherever two of these are apart.
         self._ends = [*(seq - 1 for seq in islice(self.heads, 1, None)), count - 1] if count else []
-        heads, ends, head_set = self.heads, self._ends, self._head_set
+        heads, ends = self.heads, self._ends
         self._inner = [seq for seq in sorted(self.shown) if seq not in head_set and seq + 1 not in head_set and seq < count - 1]
         self._rows = [3 if lines > 1 else lines + 1 for lines in map(sub, ends, heads)]  # head, a run, end (or fewer)
         if self._inner:
