@@ -172,6 +172,9 @@ def test_jumps_extended_as_entries_arrive_fold_as_a_fresh_scan(steps: list[tuple
     assert session.index.jumps() == fresh.jumps()
     assert session.index.jump_parents() == fresh.jump_parents()
     assert session.index.siblings_in_time_order() == fresh.siblings_in_time_order()
+    listed = (fresh.jump_parents(), fresh.siblings_in_time_order())
+    fresh._filed, fresh._branches, fresh._unparented, fresh._parent_later, fresh._siblings_in_order = 0, {}, [], False, True
+    assert (fresh.jump_parents(), fresh.siblings_in_time_order()) == listed  # jumps listed without being filed: filed on use
     assert _spans(kept.rows) == _spans(FoldedTree(fresh).rows)
 
 

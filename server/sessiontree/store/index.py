@@ -108,6 +108,7 @@ class SessionIndex:
         # Whether every jump listed is stamped as pi stamps a time and no earlier than each sibling
         # before it in the file, also so stamped: then siblings in file order are in time order.
         self._siblings_in_order = True
+        self._filed = 0  # how many of the jumps are filed so (the first ones)
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
@@ -398,6 +399,13 @@ class SessionIndex:
             found.insert(0, 0)
         self._jumps.extend(found)
         self._jumps_to = start + len(steps)
+        if self._filed == len(self._jumps) - len(found):  # those before are filed: these now, their times at hand
+            self._file(found, stamps, start)
+
+    def _file(self, found: list[int], stamps: list[Any], start: int) -> None:
+        """File the jumps `found` (the next after those filed) by their parent, and check their
+        times against their siblings' (`stamps`: the times of the entries from `start`)."""
+        self._filed += len(found)
         branches, parents = self._branches, self.parents
         for seq in found:  # a few per thousand entries
             parent = parents[seq]
@@ -430,7 +438,7 @@ class SessionIndex:
         parent seq -> its jump children, ascending (not to be changed); the jumps that had no
         parent then (a root, a parent not yet in the file, which may have arrived since); and
         whether any listed parent comes after its child. Kept with the jumps."""
-        self.jumps()
+        self._file_all()
         return self._branches, self._unparented, self._parent_later
 
     def siblings_in_time_order(self) -> bool:
@@ -438,8 +446,14 @@ class SessionIndex:
         stamped as pi stamps a time, which compare as text as they do as times, and none earlier
         than a sibling before it), as far as the parents column tells them (`jump_parents`).
         Checked for each jump as it is listed."""
-        self.jumps()
+        self._file_all()
         return self._siblings_in_order
+
+    def _file_all(self) -> None:
+        """File the jumps listed but not filed: none, unless jumps were listed without their times."""
+        jumps = self.jumps()
+        if self._filed < len(jumps):
+            self._file(jumps[self._filed :], self.timestamps, 0)
 
     def _naming_codes(self) -> frozenset[int]:
         """The kinds codes of entries that change labels or the name."""
