@@ -14,7 +14,7 @@ from .file_warning import FileWarning
 from .store import Session
 from .summary_types import CompactionSettings
 from .tree import ContextCache, flat_tree
-from .tree.folded import FoldedTree
+from .tree.folded import FoldedTree, flat_nodes
 from .tree.preview import preview_of_line, previews_of_lines
 from .tree.tree import tree_wire
 from .tree_nodes import TreeNodes
@@ -71,7 +71,8 @@ class OpenSession:
         if self._tree is None or self._tree[0] != version:
             warnings: list[FileWarning] = []
             previews = self._read_previews()
-            nodes = TreeNodes(flat_tree(self.session.index, previews.__getitem__, warnings))
+            made = flat_nodes(self.folded(), previews)  # a stretch at a time, where no parent follows its child
+            nodes = TreeNodes(made if made is not None else flat_tree(self.session.index, previews.__getitem__, warnings))
             nodes.wire = orjson.Fragment(jsonfmt.dumps_wire(tree_wire(nodes)))  # as the converter would write it
             self._tree = (version, nodes, warnings)
         return self._tree[1], self._tree[2]

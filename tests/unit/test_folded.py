@@ -21,8 +21,8 @@ from sessiontree.errors import EntryNotFound, InvalidParams
 from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.store import MemoryStorage, Session, SessionIndex
 from sessiontree.tree import flat_tree
-from sessiontree.tree.folded import FoldedTree, Row
-from support.messages import assistant, user
+from sessiontree.tree.folded import FoldedTree, Row, flat_nodes
+from support.messages import assistant, ts, user
 from support.sessions import PI_QUIRK_CASES, session_bytes
 
 
@@ -49,6 +49,11 @@ def check(session: Session) -> FoldedTree:
     for before, after in pairwise(tree.rows):
         if after.indent > before.indent:
             assert after.indent == before.indent + 1 and len(tree.children(before.last)) > 1
+    assert tree._rows == [len(tree._local_rows(stretch)) for stretch in range(len(tree.heads))]  # counted as listed
+    previews = [f"p{seq}" if seq % 3 else None for seq in range(len(index))]
+    made = flat_nodes(FoldedTree(index), previews)
+    if made is not None:  # made a stretch at a time (where no parent follows its child): the flat tree, node for node
+        assert made == flat_tree(index, previews.__getitem__, [])
     check_pages(index)
     return tree
 
@@ -71,6 +76,24 @@ def check_pages(index: SessionIndex) -> None:
         assert tree.find(first) == position and tree.find(last) == position
     listed = {seq for first, last, _ in rows for seq in range(first, last + 1)}
     assert all(tree.find(seq) is None for seq in range(len(index)) if seq not in listed)
+    check_leaf_path(index)
+
+
+def check_leaf_path(index: SessionIndex) -> None:
+    """The leaf's path reads the same from its intervals through the jumps and from the rows below
+    each stretch (what `on_path` reads where parents come before children), and is the walk from
+    the leaf to its root."""
+    tree = FoldedTree(index)
+    found = [any(first <= seq <= last for first, last in tree.path) for seq in range(len(index))]
+    assert [tree.on_path(seq) for seq in range(len(index))] == found
+    if tree.leaf is not None and not any(w.kind == "cycle" for w in _warnings(index)):
+        assert {seq for seq, on in enumerate(found) if on} == set(index.walk(tree.leaf)[0])
+
+
+def _warnings(index: SessionIndex) -> list[p.FileWarning]:
+    warnings: list[p.FileWarning] = []
+    flat_tree(index, lambda seq: None, warnings)
+    return warnings
 
 
 # A tree drawn at random: each entry's parent is the entry before it (most), an earlier one (a
@@ -79,7 +102,7 @@ shapes = st.lists(st.tuples(st.sampled_from(["next", "next", "next", "earlier", 
                             st.sampled_from(["user", "user", "label", "compaction"])), min_size=1, max_size=120)
 
 
-def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
+def _random_session(steps: list[tuple[str, int, str]], in_order: bool = False) -> bytes:
     entries: list[dict[str, Any]] = []
     for seq, (how, pick, kind) in enumerate(steps):
         parent = None
@@ -96,6 +119,9 @@ def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
                             "summary": "s", "firstKeptEntryId": entries[0]["id"], "tokensBefore": 1})
         else:
             entries.append(user(entry_id, parent, "q", second=pick % 50))
+    if in_order:  # stamped as pi stamps them, each no earlier than the line before (some equal)
+        for seq, entry in enumerate(entries):
+            entry["timestamp"] = ts(seq // 2)
     return session_bytes(*entries)
 
 
@@ -103,6 +129,32 @@ def _random_session(steps: list[tuple[str, int, str]]) -> bytes:
 @settings(max_examples=150, deadline=None)
 def test_unfolding_every_run_gives_pis_tree_order(steps: list[tuple[str, int, str]]) -> None:
     check(Session.load(MemoryStorage(_random_session(steps))))
+
+
+@given(shapes)
+@settings(max_examples=100, deadline=None)
+def test_a_file_in_time_order_folds_without_comparing_times(steps: list[tuple[str, int, str]]) -> None:
+    session = Session.load(MemoryStorage(_random_session(steps, in_order=True)))
+    assert session.index.siblings_in_time_order()
+    check(session)
+
+
+def test_sibling_time_order_is_kept_as_entries_arrive_and_lost_to_an_odd_or_earlier_time() -> None:
+    entries = [user(f"e{seq:07d}", f"e{seq - 1:07d}" if seq else None, "q", second=seq) for seq in range(6)]
+    data = session_bytes(*entries)
+    lines = data.splitlines(keepends=True)
+    storage = MemoryStorage(b"".join(lines[:3]))
+    session = Session.load(storage)
+    assert session.index.siblings_in_time_order()
+    storage.data += b"".join(lines[3:])
+    session.refresh()
+    assert session.index.siblings_in_time_order() and Session.load(MemoryStorage(data)).index.siblings_in_time_order()
+    earlier = dict(entries[5], id="late", parentId=entries[2]["id"], timestamp=ts(1))
+    odd = dict(entries[5], id="odd", parentId=entries[2]["id"], timestamp="2025-01-01T00:00:09Z")
+    for entry in (earlier, odd, dict(entries[5], id="none", timestamp=None)):
+        index = Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])).index
+        assert not index.siblings_in_time_order()
+        check(Session.load(MemoryStorage(data + session_bytes(entry).split(b"\n", 1)[1])))
 
 
 @given(shapes, st.integers(1, 119))
@@ -118,6 +170,11 @@ def test_jumps_extended_as_entries_arrive_fold_as_a_fresh_scan(steps: list[tuple
     kept = check(session)
     fresh = Session.load(MemoryStorage(data)).index
     assert session.index.jumps() == fresh.jumps()
+    assert session.index.jump_parents() == fresh.jump_parents()
+    assert session.index.siblings_in_time_order() == fresh.siblings_in_time_order()
+    listed = (fresh.jump_parents(), fresh.siblings_in_time_order())
+    fresh._filed, fresh._branches, fresh._unparented, fresh._parent_later, fresh._siblings_in_order = 0, {}, [], False, True
+    assert (fresh.jump_parents(), fresh.siblings_in_time_order()) == listed  # jumps listed without being filed: filed on use
     assert _spans(kept.rows) == _spans(FoldedTree(fresh).rows)
 
 

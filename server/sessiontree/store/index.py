@@ -49,6 +49,24 @@ def _long_lived(value: T) -> T:
     return value
 
 
+def _pi_time(stamp: Any) -> bool:
+    """Stamped as pi stamps a time (`toISOString`): such stamps compare as text as they do as times."""
+    return type(stamp) is str and len(stamp) == 24 and stamp[23] == "Z"
+
+
+def _no_earlier(seq: int, before: list[int], stamps: list[Any], start: int, earlier: list[Any]) -> bool:
+    """Whether entry `seq` and those `before` it are stamped as pi stamps times, none later than
+    `seq`'s (`stamps`: of the entries from `start`; `earlier`: of those before)."""
+    mine = stamps[seq - start]
+    if not _pi_time(mine):
+        return False
+    for at in before:
+        other = stamps[at - start] if at >= start else earlier[at]
+        if not _pi_time(other) or other > mine:
+            return False
+    return True
+
+
 class SessionIndex:
     """Entries in file order, by id, labels, the name and the leaf.
 
@@ -81,6 +99,16 @@ class SessionIndex:
         # entries before `_jumps_to`: where the tree departs from file order (see tree/folded.py).
         self._jumps: list[int] = []
         self._jumps_to = 0
+        # Those jumps by the parent they had on arrival (its jump children, ascending), those that
+        # had none (a root, a parent not in the file yet), and whether a parent came after its
+        # child (an orphan adopted before its jump was listed).
+        self._branches: dict[int, list[int]] = {}
+        self._unparented: list[int] = []
+        self._parent_later = False
+        # Whether every jump listed is stamped as pi stamps a time and no earlier than each sibling
+        # before it in the file, also so stamped: then siblings in file order are in time order.
+        self._siblings_in_order = True
+        self._filed = 0  # how many of the jumps are filed so (the first ones)
         self._by_id: dict[str, int] | None = {}  # None: not yet made (after a sidecar load)
         self._setters: list[int] = []  # per kinds code, what an anchor record it changes (-1: none)
 
@@ -302,7 +330,7 @@ class SessionIndex:
         codes = [plain.get(key) or code_of((intern(key[0]), key[1] and intern(key[1]))) for key in kinds]
         naming = self._naming_codes()
         named = dict(settings) if not naming.isdisjoint(codes) else None
-        if not self._add_simply(ids, parent_ids, codes, start, by_id):
+        if not self._add_simply(ids, parent_ids, codes, start, by_id, timestamps):
             self._add_one_by_one(ids, parent_ids, kinds, timestamps, codes, named, naming, start, lines, warnings)
         elif named is not None:
             for at in [at for at, code in enumerate(codes) if code in naming]:
@@ -315,7 +343,9 @@ class SessionIndex:
         self.settings.put_all([(start + at, setting) for at, setting in settings])
         self.leaf_id = ids[-1]
 
-    def _add_simply(self, ids: list[str], parent_ids: list[str | None], codes: list[int], start: int, by_id: dict[str, int]) -> bool:
+    def _add_simply(
+        self, ids: list[str], parent_ids: list[str | None], codes: list[int], start: int, by_id: dict[str, int], timestamps: list[Any]
+    ) -> bool:
         """The usual case, without a look back per entry: no id repeats, every parent is found
         before its child (or is missing from the whole file so far), no orphan waits for one of
         these ids. Adds ids and parents to the columns and the anchors; False (nothing added)
@@ -347,7 +377,7 @@ class SessionIndex:
                 if parent == MISSING:
                     self._note_orphan(seq, parent_ids[seq - start])  # type: ignore[arg-type]
         self.parents.extend(found)
-        self._note_jumps(start, steps)
+        self._note_jumps(start, steps, timestamps)
         self._anchor_all(found, codes, start)
         return True
 
@@ -405,19 +435,43 @@ class SessionIndex:
             if named is not None and code in naming:
                 at = seq - start
                 self._apply_setting(kinds[at][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
-        self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)))
+        self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)), timestamps)
 
-    def _note_jumps(self, start: int, steps: Iterable[int]) -> None:
+    def _note_jumps(self, start: int, steps: Iterable[int], stamps: list[Any]) -> None:
         """Extend the jumps with entries `start`.. (`steps`: each one's parents column minus
-        (seq - 1)), when those before are listed. A parent adopted later stays a jump (it was
-        MISSING, it becomes a later line)."""
+        (seq - 1); `stamps`: their timestamps), when those before are listed. A parent adopted
+        later stays a jump (it was MISSING, it becomes a later line)."""
         if self._jumps_to != start:
             return
         steps = list(steps)
+        found = list(compress(range(start, start + len(steps)), steps))
         if start == 0 and steps and not steps[0]:  # the first entry is a root: ROOT is -1 as well
-            self._jumps.append(0)
-        self._jumps.extend(compress(range(start, start + len(steps)), steps))
+            found.insert(0, 0)
+        self._jumps.extend(found)
         self._jumps_to = start + len(steps)
+        if self._filed == len(self._jumps) - len(found):  # those before are filed: these now, their times at hand
+            self._file(found, stamps, start)
+
+    def _file(self, found: list[int], stamps: list[Any], start: int) -> None:
+        """File the jumps `found` (the next after those filed) by their parent, and check their
+        times against their siblings' (`stamps`: the times of the entries from `start`)."""
+        self._filed += len(found)
+        branches, parents = self._branches, self.parents
+        for seq in found:  # a few per thousand entries
+            parent = parents[seq]
+            if parent < 0 or parent == seq:
+                self._unparented.append(seq)
+                continue
+            kids = branches.get(parent)
+            if parent > seq:
+                self._parent_later = True
+            elif self._siblings_in_order:  # its siblings so far: the line after the parent, and earlier jumps
+                before = [*([parent + 1] if parents[parent + 1] == parent else ()), *(kids or ())]
+                self._siblings_in_order = _no_earlier(seq, before, stamps, start, self.timestamps)
+            if kids is None:
+                branches[parent] = [seq]
+            else:
+                kids.append(seq)
 
     def jumps(self) -> list[int]:
         """The seqs whose parent is not the line before them, and the first entry, ascending (the
@@ -426,8 +480,30 @@ class SessionIndex:
         count = len(self)
         if self._jumps_to < count:
             start = self._jumps_to
-            self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)))
+            self._note_jumps(start, map(sub, self.parents[start:count], range(start - 1, count - 1)), self.timestamps[start:count])
         return self._jumps
+
+    def jump_parents(self) -> tuple[dict[int, list[int]], list[int], bool]:
+        """The jumps (`jumps`) by their parent as the parents column had it when they were listed:
+        parent seq -> its jump children, ascending (not to be changed); the jumps that had no
+        parent then (a root, a parent not yet in the file, which may have arrived since); and
+        whether any listed parent comes after its child. Kept with the jumps."""
+        self._file_all()
+        return self._branches, self._unparented, self._parent_later
+
+    def siblings_in_time_order(self) -> bool:
+        """Whether every entry's children in file order are in time order as pi sorts them (each
+        stamped as pi stamps a time, which compare as text as they do as times, and none earlier
+        than a sibling before it), as far as the parents column tells them (`jump_parents`).
+        Checked for each jump as it is listed."""
+        self._file_all()
+        return self._siblings_in_order
+
+    def _file_all(self) -> None:
+        """File the jumps listed but not filed: none, unless jumps were listed without their times."""
+        jumps = self.jumps()
+        if self._filed < len(jumps):
+            self._file(jumps[self._filed :], self.timestamps, 0)
 
     def _naming_codes(self) -> frozenset[int]:
         """The kinds codes of entries that change labels or the name."""
@@ -475,11 +551,12 @@ class SessionIndex:
             return False
         new_codes = [codes[seq] for seq in seqs]
         self.ids.extend(ids)
-        self.timestamps.extend([stamps[seq] for seq in seqs])
+        copied = [stamps[seq] for seq in seqs]
+        self.timestamps.extend(copied)
         self.lengths.extend([lengths[seq] for seq in seqs])
         self.offsets.extend(offsets)
         self.parents.extend(range(start - 1, start + count - 1))
-        self._note_jumps(start, [0] * count)
+        self._note_jumps(start, [0] * count, copied)
         self.kinds.codes.extend(new_codes)
         self._copy_settings(source, seqs, start)
         self._anchor_chain(start, new_codes)

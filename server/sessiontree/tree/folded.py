@@ -6,8 +6,9 @@ not (the *jumps*) describe the whole shape. The folded tree is made from them: a
 than one child starts indented branches; a stretch of consecutive entries that each have one child
 and nothing to show (no label, not a compaction or branch summary, not the leaf) becomes one *run*
 row with its length, listed entry by entry only when asked. The index lists the jumps as entries
-arrive (`SessionIndex.jumps`), so the first page costs about the number of jumps and of entries
-worth a row, sorted once, and later pages only their own rows; nothing here is per entry.
+arrive (`SessionIndex.jumps`, filed by parent in `jump_parents`, and whether the file is in time
+order), so the first page, or the page that shows the leaf, costs about the number of jumps, and
+later pages only their own rows; nothing here is per entry.
 
 Rows come in pi's `getTree` order (depth-first, siblings by timestamp), indented once per branch.
 """
@@ -21,11 +22,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import accumulate, islice, repeat
-from operator import add, gt, sub
+from operator import itemgetter, le, lt, sub
 from typing import Any
 
 from ..store import SessionIndex
-from ..tree_nodes import TreeRow, TreeRun
+from ..tree_nodes import TreeNode, TreeRow, TreeRun
 from .tree import _ms, _parents
 
 Preview = Callable[[int], str | None]
@@ -53,58 +54,77 @@ class FoldedTree:
     before it, or the first child of a branch point) down the lines that follow it, each the only
     child of the one before, to the first that branches, ends or is followed by a jump. Each stretch
     is its head's row, then a row for each entry worth one (a *stop*: labelled, a compaction, the
-    leaf, a branch point, the stretch's end) with a run row before it where entries lie between. So
-    numbering the rows in file order is counting stops and gaps, done once over sorted columns; the
-    row order (depth first, siblings by time) only permutes whole stretches, and is walked when a
-    page past the first or a position is asked for. No row is made until a page needs it.
+    leaf, a branch point, the stretch's end) with a run row before it where entries lie between. A
+    stretch with nothing shown inside has one to three rows by its length alone; only the few with
+    shown entries inside (`_inner`) are counted stop by stop. The row order (depth first, siblings
+    by time) only permutes whole stretches. A page past the first or a position places every
+    stretch in row order from the rows below each (`_place`: two passes over the branch points, in
+    file order and back, no walk), or, where a parent follows its child in the file (a cycle is
+    then possible), walks them. No row is made until a page needs it.
     """
 
     def __init__(self, index: SessionIndex) -> None:
         self.index = index
         count = len(index)
-        if index.anchors_hold:  # no id repeats: the parents column is the tree
+        roots: list[int] = []
+        if index.anchors_hold:  # no id repeats: the parents column is the tree, its jumps listed by parent
             jumps = index.jumps()
-            found = list(map(index.parents.__getitem__, jumps))
-            parent_of: dict[int, int | None] = dict(zip(jumps, found, strict=True))
-            for seq in [seq for seq, parent in zip(jumps, found, strict=True) if parent < 0 or parent == seq]:
-                parent_of[seq] = _jump_parent(index, seq)  # a root, a parent not in the file, its own parent
-            shadowed: set[int] = set()
+            extra, unparented, later_parent = index.jump_parents()
+            # Those without a parent on arrival: a root, a parent not in the file, or one that came later.
+            resolved: dict[int, int | None] = {seq: _jump_parent(index, seq) for seq in unparented}
+            adopted = [(seq, parent) for seq, parent in resolved.items() if parent is not None]
+            if adopted:  # the index's lists are not to be changed: new lists where these join
+                extra = dict(extra)
+                for seq, parent in adopted:
+                    extra[parent] = sorted([*extra.get(parent, ()), seq])
+                    later_parent = later_parent or parent > seq
+            roots = [seq for seq, parent in resolved.items() if parent is None]
         else:  # a repeated id may move any parent: take pi's lookup for every entry (rare files)
             parents = _parents(index)
             jumps = [seq for seq, parent in enumerate(parents) if parent != seq - 1]
-            parent_of = {seq: parents[seq] for seq in jumps}
+            resolved = {seq: parents[seq] for seq in jumps}
             by_id, ids = index.by_id, index.ids
-            shadowed = {seq for seq in jumps if parents[seq] is None and by_id[ids[seq]] != seq}
+            extra = {}
+            for seq, above in resolved.items():  # in jumps order: each parent's jump children ascending
+                if above is None:
+                    if by_id[ids[seq]] == seq:  # not shadowed by a later line with its id
+                        roots.append(seq)
+                elif (kids := extra.get(above)) is None:
+                    extra[above] = [seq]
+                else:
+                    kids.append(seq)
+            later_parent = True  # some entry may be on a cycle, which no root reaches
         self.count = count
         self.jumps = jumps
         self._jump_set = set(jumps)
-        self.parent_of = parent_of
-        self.extra: dict[int, list[int]] = {}  # parent seq -> children that are jumps
+        self._resolved = resolved  # the parents of jumps not read from the parents column
+        self.extra: dict[int, list[int]] = extra  # parent seq -> children that are jumps (not to be changed)
         self._sorted: dict[int, list[int]] = {}  # children of the entries with jump children, in order
-        roots: list[int] = []
-        later_parent = bool(shadowed)  # some entry may be on a cycle, which no root reaches
-        for seq in jumps:
-            parent = parent_of[seq]
-            if parent is None:
-                if seq not in shadowed:
-                    roots.append(seq)
-            else:
-                self.extra.setdefault(parent, []).append(seq)
-                later_parent = later_parent or parent > seq
         self.roots = roots
         self.leaf = index.by_id.get(index.leaf_id) if index.leaf_id is not None else None
         self.shown = self._shown()
         # Stretches by their heads; each ends on the line before the next head (or the last line).
-        self.heads = sorted({*jumps, *(seq + 1 for seq in self.extra if seq + 1 < count)})
-        # Every entry that is a row of its own, ascending, and the file-order row number of each.
-        stops = {*self.shown, *self.extra, *(seq - 1 for seq in jumps if seq > 0), *self.heads}
-        self._stops = sorted(stops | {count - 1}) if count else []
-        runs = accumulate(map(gt, map(sub, self._stops[1:], self._stops[:-1]), repeat(1)), initial=0)
-        self._numbers: list[int] = list(map(add, range(len(self._stops)), runs))  # a run row wherever stops are apart
+        self._branching = sorted(extra)
+        jumped = self._jump_set
+        self.heads = sorted([*jumps, *(seq + 1 for seq in self._branching if seq + 1 < count and seq + 1 not in jumped)])
+        head_set = set(self.heads)
+        # Each stretch's rows: its head, its end, the entries always shown between them (`_inner`,
+        # ascending), and a run wherever two of these are apart.
+        self._ends = [*(seq - 1 for seq in islice(self.heads, 1, None)), count - 1] if count else []
+        heads, ends = self.heads, self._ends
+        self._inner = [seq for seq in sorted(self.shown) if seq not in head_set and seq + 1 not in head_set and seq < count - 1]
+        self._rows = [3 if lines > 1 else lines + 1 for lines in map(sub, ends, heads)]  # head, a run, end (or fewer)
+        if self._inner:
+            self._count_inner()
         self._walked: tuple[list[int], list[int], list[int]] | None = None  # stretches in row order, indents, first rows
         self._where: dict[int, int] | None = None  # stretch -> its place in row order
-        self._total = None if later_parent else (self._numbers[-1] + 1 if count else 0)
-        self.path = self._leaf_path()
+        self._later_parent = later_parent
+        self._in_time_order = index.anchors_hold and index.siblings_in_time_order()  # children in file order are in time order
+        # Each stretch's first row in row order, its rows and those of the stretches below it (the
+        # last slot: the roots'), its indent (see `_place`).
+        self._placed: tuple[list[int], list[int], list[int]] | None = None
+        self._total = None if later_parent else sum(self._rows)
+        self._path: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ shape
 
@@ -116,7 +136,8 @@ class FoldedTree:
             return [seq + 1] if natural else []
         kids = self._sorted.get(seq)
         if kids is None:
-            kids = self._sorted[seq] = _by_time(([seq + 1] if natural else []) + sorted(extra), self.index.timestamps)
+            kids = sorted(([seq + 1] if natural else []) + extra)  # file order: time order, in a file in time order
+            kids = self._sorted[seq] = kids if self._in_time_order else _by_time(kids, self.index.timestamps)
         return kids
 
     def _shown(self) -> set[int]:
@@ -135,9 +156,9 @@ class FoldedTree:
     def _leaf_path(self) -> list[tuple[int, int]]:
         """The leaf's path as ascending intervals of seqs (each a stretch of natural parents)."""
         intervals: list[tuple[int, int]] = []
-        jumps, parent_of, append = self.jumps, self.parent_of, intervals.append
+        jumps, append, resolved, parents = self.jumps, intervals.append, self._resolved, self.index.parents
         seq: int | None = self.leaf
-        seen: set[int] | None = set() if self._total is None else None  # a cycle is possible: watch for one
+        seen: set[int] | None = set() if self._later_parent else None  # a cycle is possible: watch for one
         while seq is not None:
             if seen is not None:
                 if seq in seen:
@@ -145,11 +166,23 @@ class FoldedTree:
                 seen.add(seq)
             jump = jumps[bisect_right(jumps, seq) - 1]  # jumps[0] is 0
             append((jump, seq))
-            seq = parent_of[jump]
+            seq = resolved[jump] if jump in resolved else parents[jump]
         intervals.reverse()
         return intervals
 
+    @property
+    def path(self) -> list[tuple[int, int]]:
+        if self._path is None:
+            self._path = self._leaf_path()
+        return self._path
+
     def on_path(self, seq: int) -> bool:
+        if self.leaf is not None and not self._later_parent:  # an ancestor's rows hold the leaf's in row order
+            firsts, below, _ = self._place()  # cheaper than the path through every jump above the leaf
+            stretch, leaf = self._stretch_of(seq), self._stretch_of(self.leaf)
+            if stretch == leaf:
+                return seq <= self.leaf
+            return firsts[stretch] <= firsts[leaf] < firsts[stretch] + below[stretch]
         at = bisect_right(self.path, (seq, self.count)) - 1
         return at >= 0 and self.path[at][0] <= seq <= self.path[at][1]
 
@@ -158,17 +191,36 @@ class FoldedTree:
     def _stretch_of(self, seq: int) -> int:
         return bisect_right(self.heads, seq) - 1
 
-    def _number(self, seq: int) -> int:
-        """The file-order row number of the row that shows `seq` (a stop, or a run)."""
-        at = bisect_left(self._stops, seq)
-        number = self._numbers[at]
-        return number if self._stops[at] == seq else number - 1  # inside the run before that stop
+    def _count_inner(self) -> None:
+        """Count again the rows of the stretches with shown entries inside: after the head, each
+        stop (those entries, then the end) is a row, with a run before it if apart from the last."""
+        heads, ends, rows = self.heads, self._ends, self._rows
+        current, before = -1, 0
+        for seq, stretch in zip(self._inner, map(bisect_right, repeat(heads), self._inner), strict=True):
+            if stretch - 1 != current:
+                if current >= 0:
+                    rows[current] += 1 + (ends[current] - before > 1)
+                current, before = stretch - 1, heads[stretch - 1]
+                rows[current] = 1
+            rows[current] += 1 + (seq - before > 1)
+            before = seq
+        rows[current] += 1 + (ends[current] - before > 1)
 
-    def _span(self, stretch: int) -> tuple[int, int]:
-        """The file-order row numbers of a stretch's rows: first, and one past the last."""
-        heads = self.heads
-        first = self._number(heads[stretch])
-        return first, self._number(heads[stretch + 1]) if stretch + 1 < len(heads) else self._numbers[-1] + 1
+    def _local_rows(self, stretch: int) -> list[tuple[int, int]]:
+        """A stretch's rows as (first, last) seqs: its stops (head, shown entries, end), with a
+        run between two that are apart."""
+        head, end, inner = self.heads[stretch], self._ends[stretch], self._inner
+        stops = [head, *inner[bisect_right(inner, head) : bisect_left(inner, end)], end] if end > head else [head]
+        found = [(head, head)]
+        for before, stop in zip(stops, islice(stops, 1, None), strict=False):  # each stop after the head
+            if stop - before > 1:
+                found.append((before + 1, stop - 1))
+            found.append((stop, stop))
+        return found
+
+    def _offset(self, stretch: int, seq: int) -> int:
+        """The place, among its stretch's rows, of the row that shows `seq`."""
+        return bisect_right(self._local_rows(stretch), (seq, self.count)) - 1
 
     def _stretches(self, where: Callable[[int], int]) -> Iterator[tuple[int, int]]:
         """(stretch, indent) in row order: depth first from the roots in file order, siblings by
@@ -194,21 +246,101 @@ class FoldedTree:
     def _walk(self) -> tuple[list[int], list[int], list[int]]:
         """Every reached stretch in row order, its indent, and the position of its first row."""
         if self._walked is None:
+            if not self._later_parent:  # placed without a walk: sorted by first row
+                firsts, _, indents = self._place()
+                order = sorted(range(len(self.heads)), key=firsts.__getitem__)
+                self._walked = (order, list(map(indents.__getitem__, order)), [*map(firsts.__getitem__, order), self.total])
+                return self._walked
             where = dict(zip(self.heads, range(len(self.heads)), strict=True))
             walked = list(self._stretches(where.__getitem__))
             order, indents = [stretch for stretch, _ in walked], [indent for _, indent in walked]
-            firsts = self._firsts()
-            lengths = [firsts[stretch + 1] - firsts[stretch] for stretch in order]
+            lengths = list(map(self._rows.__getitem__, order))
             self._walked = (order, indents, list(accumulate(lengths, initial=0)))
             self._total = self._walked[2][-1]
         return self._walked
 
-    def _firsts(self) -> list[int]:
-        """Each stretch's first row number in file order, and the number of rows after the last."""
-        stops, numbers = self._stops, self._numbers
-        found = [numbers[at] for at in map(bisect_left, repeat(stops), self.heads)]
-        found.append(numbers[-1] + 1 if numbers else 0)
-        return found
+    def _place(self) -> tuple[list[int], list[int], list[int]]:
+        """Without a walk in row order (every parent before its children in the file, so every
+        stretch is reached and a stretch's parent stretch comes before it): each stretch's rows
+        and those of all stretches below it, summed from the last branch point back; then each
+        stretch's first row in row order, from the first forward: a child's is its parent's first
+        row plus the parent's rows plus the rows below its earlier siblings. Two passes over the
+        branch points, in file order and back, with no stack."""
+        if self._placed is None:
+            heads, count = self.heads, len(self.heads)
+            where = dict(zip(heads, range(count), strict=True))
+            rows = self._rows
+            below = rows.copy()  # rows per stretch, then with those below
+            # Per branch point (each ends its stretch, and comes before its jump children): the
+            # stretch it ends, then its children's stretches in order, the usual two as two lists.
+            # From the last back, a branch point's children have their sums before it is summed.
+            ends, firsts_, seconds, others = self._branch_kids(where)
+            if not others:
+                for stretch, first, second in zip(reversed(ends), reversed(firsts_), reversed(seconds), strict=True):
+                    below[stretch] += below[first] + below[second]
+            else:
+                for at in range(len(ends) - 1, -1, -1):
+                    kids = others.get(at) or (firsts_[at], seconds[at])
+                    below[ends[at]] += sum(map(below.__getitem__, kids))
+            starts, indents = [0] * count, [0] * count
+            row = 0
+            for root in self.roots:
+                stretch = where[root]
+                starts[stretch] = row
+                row += below[stretch]
+            for at, (stretch, first, second) in enumerate(zip(ends, firsts_, seconds, strict=True)):
+                row = starts[stretch] + rows[stretch]
+                if second >= 0:
+                    starts[first], starts[second] = row, row + below[first]
+                    indents[first] = indents[second] = indents[stretch] + 1
+                    continue
+                kids = others[at]
+                indent = indents[stretch] + (len(kids) > 1)
+                for kid in kids:
+                    starts[kid], indents[kid] = row, indent
+                    row += below[kid]
+            self._placed = (starts, below, indents)
+        return self._placed
+
+    def _branch_kids(self, where: dict[int, int]) -> tuple[list[int], list[int], list[int], dict[int, list[int]]]:
+        """Per branch point, ascending: the stretch it ends, and its children's stretches in pi's
+        order: for the usual branch point (the next line and one jump, in a file in time order or
+        both stamped as pi writes them, which compare as text) the first and the second, else -1
+        and the list in `others`."""
+        branching, extra, stamps = self._branching, self.extra, self.index.timestamps
+        nexts = [seq + 1 for seq in branching]  # the line after a branch point is a head
+        kids_of = list(map(extra.__getitem__, branching))
+        jumped_set = self._jump_set
+        if self._in_time_order and set(map(len, kids_of)) <= {1} and jumped_set.isdisjoint(nexts):
+            # The usual file: each branch point's next line and one later jump, in that order.
+            firsts = list(map(where.__getitem__, nexts))
+            return [first - 1 for first in firsts], firsts, list(map(where.__getitem__, map(itemgetter(0), kids_of))), {}
+        ends = [where[seq] - 1 for seq in nexts]
+        lone = [kids[0] if len(kids) == 1 else -1 for kids in kids_of]
+        others: dict[int, list[int]] = {}
+        if self._in_time_order:  # siblings in time order are in file order
+            if -1 in lone or not jumped_set.isdisjoint(nexts):
+                for at, seq in enumerate(branching):  # some are not the usual: those in turn
+                    if lone[at] < 0 or nexts[at] in jumped_set:
+                        others[at] = list(map(where.__getitem__, self.children(seq)))
+            early = list(map(lt, nexts, lone))
+        else:
+            naturals = list(map(stamps.__getitem__, nexts))
+            jumped: list[Any] = [stamps[jump] if jump >= 0 else None for jump in lone]
+            if -1 in lone or not jumped_set.isdisjoint(nexts) or not _pi_stamps(naturals) or not _pi_stamps(jumped):
+                for at, seq in enumerate(branching):  # some are not the usual: those in turn
+                    if lone[at] < 0 or nexts[at] in jumped_set or not _pi_stamps([naturals[at], jumped[at]]):
+                        others[at] = list(map(where.__getitem__, self.children(seq)))
+                early = [at in others or natural <= jump for at, (natural, jump) in enumerate(zip(naturals, jumped, strict=True))]
+            else:
+                early = list(map(le, naturals, jumped))
+        jumps = [-1 if jump < 0 else where[jump] for jump in lone]
+        # Equal times keep file order: the next line first.
+        firsts = [end + 1 if natural_first else jump for end, jump, natural_first in zip(ends, jumps, early, strict=True)]
+        seconds = [jump if natural_first else end + 1 for end, jump, natural_first in zip(ends, jumps, early, strict=True)]
+        for at in others:
+            firsts[at] = seconds[at] = -1
+        return ends, firsts, seconds, others
 
     @property
     def total(self) -> int:
@@ -220,18 +352,8 @@ class FoldedTree:
 
     def _rows_of(self, stretch: int, indent: int, start: int = 0) -> Iterator[Row]:
         """A stretch's rows, from its `start`th."""
-        first, end = self._span(stretch)
-        stops, numbers = self._stops, self._numbers
-        at = bisect_left(numbers, first + start)
-        number = first + start
-        while number < end:
-            if numbers[at] == number:
-                seq = stops[at]
-                yield Row(seq, seq, indent)
-                at += 1
-            else:  # the run between the stop before and this one
-                yield Row(stops[at - 1] + 1, stops[at] - 1, indent)
-            number += 1
+        for first, last in islice(self._local_rows(stretch), start, None):
+            yield Row(first, last, indent)
 
     def page(self, offset: int, limit: int) -> list[Row]:
         """The rows at positions offset..offset + limit - 1."""
@@ -259,14 +381,70 @@ class FoldedTree:
         """The position of the row that shows `seq` (itself, or the run it is in)."""
         if not 0 <= seq < self.count:
             return None
-        order, _, firsts = self._walk()
         stretch = self._stretch_of(seq)
-        if self._where is None:
-            self._where = {stretch: at for at, stretch in enumerate(order)}
-        at = self._where.get(stretch)
-        if at is None:
-            return None
-        return firsts[at] + self._number(seq) - self._number(self.heads[stretch])
+        if not self._later_parent:
+            first = self._place()[0][stretch]
+        else:
+            order, _, firsts = self._walk()
+            if self._where is None:
+                self._where = {stretch: at for at, stretch in enumerate(order)}
+            at = self._where.get(stretch)
+            if at is None:
+                return None
+            first = firsts[at]
+        return first + self._offset(stretch, seq)
+
+
+def flat_nodes(tree: FoldedTree, previews: list[str | None]) -> list[TreeNode] | None:
+    """pi's getTree flattened (as `tree.flat_tree`), made a stretch at a time from the folded
+    tree's order: each stretch's entries are consecutive lines, each a level deeper than the one
+    before and the only child of it, so their columns are sliced, not looked up entry by entry.
+    None where a parent follows its child in the file (a cycle is possible): take `flat_tree`."""
+    if tree._later_parent:
+        return None
+    index = tree.index
+    if not len(index):
+        return []
+    order = tree._walk()[0]
+    heads, ends, children = tree.heads, tree._ends, tree.children
+    resolved, jumped, parents = tree._resolved, tree._jump_set, index.parents  # as the folded tree has them
+    ids, stamps, codes, values = index.ids, index.timestamps, index.kinds.codes, index.kinds.values
+    types = [kind and kind[0] for kind in values]  # (a code may stand for no kind: no entry has it)
+    roles = [kind and kind[1] for kind in values]
+    depth_of: dict[int, int] = {}  # a stretch's head's depth
+    first_of: dict[int, int] = {}  # a stretch's head's place among the nodes
+    nodes: list[TreeNode] = []
+    for stretch in order:  # a parent's stretch before its children's
+        head, end = heads[stretch], ends[stretch]
+        parent = resolved[head] if head in resolved else parents[head] if head in jumped else head - 1
+        if parent is None:
+            depth = 0
+        else:
+            above = bisect_right(heads, parent) - 1
+            depth = depth_of[above] + parent - heads[above] + 1
+        depth_of[stretch], first_of[stretch] = depth, len(nodes)
+        count = end - head + 1
+        kinds = codes[head : end + 1]
+        nodes += map(
+            TreeNode,
+            ids[head : end + 1],
+            [index.parent_id(head), *ids[head:end]],
+            map(types.__getitem__, kinds),
+            stamps[head : end + 1],
+            range(depth, depth + count),
+            [*repeat(1, count - 1), len(children(end))],
+            repeat(None, count),
+            repeat(None, count),
+            map(roles.__getitem__, kinds),
+            previews[head : end + 1],
+        )
+    for target, (label, stamp) in index.labels.items():  # ids are distinct here
+        seq = index.by_id.get(target)
+        if seq is not None:
+            stretch = bisect_right(heads, seq) - 1
+            node = nodes[first_of[stretch] + seq - heads[stretch]]
+            node.label, node.label_timestamp = label, stamp
+    return nodes
 
 
 def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
@@ -281,6 +459,15 @@ def _by_time(kids: list[int], stamps: list[Any]) -> list[int]:
     if all(type(stamp) is str and len(stamp) == 24 and stamp[-1] == "Z" for stamp in found):
         return [kid for _, kid in sorted(zip(found, kids, strict=True), key=lambda pair: pair[0])]
     return sorted(kids, key=lambda kid: _ms(stamps[kid]))
+
+
+def _pi_stamps(stamps: list[Any]) -> bool:
+    """Whether these are all times as pi writes them (24 characters, ending in Z): they compare
+    as text as pi compares them as times."""
+    try:
+        return set(map(len, stamps)) <= {24} and "".join(stamps)[23::24] == "Z" * len(stamps)
+    except TypeError:  # not all text
+        return False
 
 
 def _jump_parent(index: SessionIndex, seq: int) -> int | None:
