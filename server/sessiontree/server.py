@@ -95,7 +95,9 @@ class Daemon(LspServer):
         )
         self._watcher = Watcher(service, lambda: self.channel is None or not self.channel.output_paused)
         self._watcher.start()
-        log.info("serving sessions under %s (%s, durability %s)", root, service.backend.shown, durability)
+        log.info("serving sessions under %s (durability %s)", root, durability)  # the Neovim plugin reads this line
+        if store is not None:
+            log.info("sessions are kept in the PostgreSQL store %s", service.backend.shown)
         return capabilities()
 
     def on_shutdown(self) -> None:
