@@ -34,7 +34,7 @@ REQUIRE_ENV = "SESSIONTREE_REQUIRE_POSTGRES"  # `make test` sets it: there a mis
 
 
 @contextlib.contextmanager
-def running_cluster() -> Iterator[Cluster]:
+def running_cluster(password: str | None = None) -> Iterator[Cluster]:
     """A throwaway server, started, and stopped and removed afterwards. Without PostgreSQL the test
     is skipped, or fails where $SESSIONTREE_REQUIRE_POSTGRES says it must run."""
     import pytest
@@ -46,7 +46,7 @@ def running_cluster() -> Iterator[Cluster]:
         pytest.skip("PostgreSQL is not installed (`make postgres`)")
     cluster = Cluster(bin_dir)
     try:
-        cluster.init()
+        cluster.init(password)
         cluster.start()
         yield cluster
     finally:
@@ -60,6 +60,7 @@ class Cluster:
 
     def __init__(self, bin_dir: Path) -> None:
         self.bin = bin_dir
+        self.password: str | None = None
         self.base = Path(tempfile.mkdtemp(prefix="sessiontree-pg-"))
         self.data = self.base / "data"
         self._as_root = os.geteuid() == 0
@@ -72,8 +73,21 @@ class Cluster:
         prefix = ["runuser", "-u", _SERVER_USER, "--"] if self._as_root else []
         subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
 
-    def init(self) -> None:
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+    def init(self, password: str | None = None) -> None:
+        """Without a password anyone on the socket is let in (trust); with one, the `postgres` role
+        has it and every connection must give it (scram-sha-256)."""
+        self.password = password
+        if password is None:
+            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+            return
+        secret = self.base / "pwfile"
+        secret.write_text(password + "\n")
+        if self._as_root:
+            user = pwd.getpwnam(_SERVER_USER)
+            os.chown(secret, user.pw_uid, user.pw_gid)
+        initdb = str(self.bin / "initdb")
+        self._run(initdb, "-D", str(self.data), "-A", "scram-sha-256", f"--pwfile={secret}", "-U", "postgres", "--no-sync")
+        secret.unlink()
 
     def start(self, settings: str = "-c fsync=off") -> None:
         """Start on the socket; `settings` are more server options (tests need no crash safety)."""
@@ -90,7 +104,7 @@ class Cluster:
         """A fresh database (dropped first if a test left one) and its DSN."""
         import psycopg
 
-        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+        with psycopg.connect(self.dsn(), autocommit=True, password=self.password) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.dsn(name)

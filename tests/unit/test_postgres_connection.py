@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -10,6 +11,8 @@ import pytest
 
 from sessiontree.backend.postgres.database import Database, redacted
 from sessiontree.errors import StoreUnavailable
+from support.daemon import RawDaemon, request
+from support.postgres import Cluster, running_cluster
 
 
 @pytest.mark.parametrize(
@@ -51,3 +54,61 @@ def test_a_password_from_the_environment_never_reaches_an_error(tmp_path: Path, 
     # and the scrubbing itself, on a message that does carry both
     message = db.scrub(psycopg.OperationalError("auth failed for s3cret-in-dsn and s3cret-from-env"))
     assert "s3cret" not in message
+
+
+# ---------------------------------------------------------------------- a server that asks for a password
+
+SECRET = "s3cret-Pw-73"
+
+
+@pytest.fixture(scope="module")
+def locked() -> Iterator[Cluster]:
+    """A server of this module's own where every connection must give the password (scram-sha-256)."""
+    with running_cluster(password=SECRET) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pgpass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A password file as libpq reads it (private to its owner), named by $PGPASSFILE."""
+    path = tmp_path / "pgpass"
+    path.write_text(f"*:*:*:postgres:{SECRET}\n")
+    path.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(path))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    return path
+
+
+def test_the_password_comes_from_the_password_file(locked: Cluster, pgpass: Path) -> None:
+    db = Database(locked.dsn())  # no password in the connection string
+    try:
+        assert db.connection().execute("SELECT current_user").fetchone() == ("postgres",)
+    finally:
+        db.close()
+
+
+def test_no_password_and_a_wrong_one_are_clear_errors_that_never_show_it(
+    locked: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    with pytest.raises(StoreUnavailable) as missing:
+        Database(locked.dsn()).connection()
+    assert "password" in missing.value.message
+    wrong = locked.dsn().replace("postgres@", "postgres:Wr0ng-Pw-99@")
+    with pytest.raises(StoreUnavailable) as refused:
+        Database(wrong).connection()
+    assert "password authentication failed" in refused.value.message
+    for error in (missing.value, refused.value):
+        assert "Wr0ng" not in error.message + str(error.data) and SECRET not in error.message + str(error.data)
+
+
+def test_a_daemon_started_with_the_store_reads_the_password_file(locked: Cluster, pgpass: Path, tmp_path: Path) -> None:
+    daemon = RawDaemon("--sessions-dir", str(tmp_path / "sessions"), "--store", locked.dsn())
+    try:
+        daemon.initialize()
+        created = daemon.call(request(1, "session/create", {"cwd": "/work/project"}))
+        assert "result" in created, created
+    finally:
+        daemon.kill()
+    assert SECRET not in daemon.stderr
