@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO := clients/examples/demo-session.jsonl
 CONFORMANCE := tests/conformance
 
-.PHONY: setup demo lint postgres test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
+.PHONY: setup demo lint postgres bench-store test test-slow node bench bench-quick clean clients clients-deps nvim nvim-installed nvim-current
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -119,6 +119,11 @@ bench: setup node
 
 bench-quick: setup node
 	$(PY) tests/benchmarks/run.py --quick
+
+# The PostgreSQL store against the file store, and search in each (a throwaway server of their own).
+bench-store: setup postgres
+	$(PY) tests/benchmarks/store_bench.py
+	$(PY) tests/benchmarks/postgres_search_bench.py
 
 clean:
 	rm -rf $(VENV) $(NVIM_VENV) $(CONFORMANCE)/node_modules $(CLIENTS)/node_modules $(CLIENTS)/*/out $(CLIENTS)/*/dist $(VSCODE)/*.vsix $(VSCODE_E2E)/node_modules

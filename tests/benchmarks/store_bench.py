@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.postgres
 
 from daemon_bench import Daemon, message
+from run import ensure_data, session_file
 
 from sessiontree.backend.postgres import PostgresBackend
 from sessiontree.backend.postgres.transfer import push
@@ -71,7 +72,7 @@ def prepare(data: Path, size: int, base: Path, dsns: dict[str, str]) -> tuple[Pa
     root = base / f"root-{size}"
     (root / PROJECT).mkdir(parents=True, exist_ok=True)
     file = root / PROJECT / f"{size}.jsonl"
-    file.write_bytes((data / f"{size}.jsonl").read_bytes())
+    file.write_bytes(session_file(data, size).read_bytes())
     pushed: dict[str, float] = {}
     for store in STORES[1:]:
         backend = PostgresBackend(root, dsns[store])
@@ -115,10 +116,12 @@ def main() -> int:
     cluster.start(settings="-c shared_buffers=256MB")  # fsync on: a commit waits for the disk
     base = Path(tempfile.mkdtemp(prefix="sessiontree-store-bench-"))
     try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        ensure_data(args.data, sizes, seed=1, list_count=0)  # run.py's sessions: generated when missing
         dsns = {"pg": cluster.create_database("bench"), "pg-async": cluster.create_database("bench_async")}
         dsns["pg-async"] += "&options=-c%20synchronous_commit%3Doff"
         rows: list[list[str]] = []
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in sizes:
             root, file, pushed = prepare(args.data, size, base, dsns)
             results: dict[str, list[dict[str, float]]] = {store: [] for store in STORES}
             for _ in range(args.runs):
