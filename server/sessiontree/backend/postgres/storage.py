@@ -21,7 +21,7 @@ import msgspec
 import psycopg
 
 from ...listing import Summary
-from .database import Database
+from .database import Connection, Database
 from .schema import CHANNEL
 
 READ_AHEAD: Final = 256 * 1024  # a short read fetches this much: the entries of a path lie close together
@@ -76,6 +76,15 @@ def pieces(data: bytes, start: int) -> Iterator[tuple[int, bytes]]:
         stop = len(data) if end < 0 else end + 1
         yield start + at, data[at:stop]
         at = stop
+
+
+def unfinished_line(connection: Connection, sid: int) -> bytes:
+    """The session's last row when it has no line end yet (a torn line), else b""."""
+    row = connection.execute(
+        "SELECT data FROM sessiontree.lines WHERE sid = %s ORDER BY off DESC LIMIT 1", (sid,)
+    ).fetchone()
+    last = b"" if row is None else bytes(row[0])
+    return b"" if last.endswith(b"\n") else last
 
 
 class BlockCache:
@@ -203,7 +212,8 @@ class PostgresStorage:
         start = self._size
         rows = list(pieces(data, start))
         if rows and rows[0][1] == b"\n" and start:  # a fence: it ends the last line, which now counts
-            summary.add(self.read_line_before(start))
+            with self.db.errors():
+                summary.add(unfinished_line(self.db.connection(), self.sid))
         for _, piece in rows:
             if piece.endswith(b"\n") and len(piece) > 1:
                 summary.add(piece[:-1])
@@ -224,14 +234,6 @@ class PostgresStorage:
         self._size = start + len(data)
         return start
 
-    def read_line_before(self, end: int) -> bytes:
-        """The (unfinished) line that ends at `end`."""
-        with self.db.errors():
-            row = self.db.connection().execute(
-                "SELECT data FROM sessiontree.lines WHERE sid = %s AND off < %s ORDER BY off DESC LIMIT 1",
-                (self.sid, end),
-            ).fetchone()
-        return bytes(row[0]) if row is not None else b""
 
     def sync(self) -> None:
         pass  # an append is committed (and on the server's disk) before it returns

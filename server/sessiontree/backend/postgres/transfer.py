@@ -17,7 +17,7 @@ from typing import Literal
 
 import attrs
 
-from ...errors import NotASessionFile, SessionTreeError, StorageError
+from ...errors import FileNotFound, NotASessionFile, SessionTreeError, StorageError
 from ...listing import Summary
 from ...paths import encode_cwd
 from ...store import FileStorage, confined
@@ -25,7 +25,7 @@ from ..files import FileBackend
 from .backend import PostgresBackend
 from .database import Connection
 from .schema import CHANNEL
-from .storage import entry_id_of
+from .storage import entry_id_of, unfinished_line
 from .writes import add_lines, header_of, insert_session, whole_lines
 
 _READ = 1024 * 1024
@@ -131,10 +131,7 @@ def _same_start(connection: Connection, sid: int, path: Path, length: int) -> bo
 def _continue(connection: Connection, sid: int, stored: int, summary: Summary, path: Path) -> None:
     """The file grew: its new bytes are added. A line the store holds unfinished is completed by them
     (and now counts in the summary)."""
-    last = connection.execute(
-        "SELECT data FROM sessiontree.lines WHERE sid = %s ORDER BY off DESC LIMIT 1", (sid,)
-    ).fetchone()
-    unfinished = b"" if last is None or bytes(last[0]).endswith(b"\n") else bytes(last[0])
+    unfinished = unfinished_line(connection, sid)
     lines = whole_lines(_chunks(path, stored))
     first = next(lines, b"")
     if unfinished and first.endswith(b"\n"):
@@ -158,10 +155,7 @@ def _merge(connection: Connection, sid: int, stored: int, summary: Summary, path
     ]
     if not missing:
         return 0
-    last = connection.execute(
-        "SELECT data FROM sessiontree.lines WHERE sid = %s ORDER BY off DESC LIMIT 1", (sid,)
-    ).fetchone()
-    fence = [b"\n"] if last is not None and not bytes(last[0]).endswith(b"\n") else []
+    fence = [b"\n"] if unfinished_line(connection, sid) else []
     add_lines(connection, sid, stored, summary, [*fence, *missing], skip=len(fence))
     return len(missing)
 
@@ -195,9 +189,7 @@ def _pull(backend: PostgresBackend, name: str, files: FileBackend) -> Moved:
         sid, size = row
         try:
             fd = confined.open_file(files.root, target, os.O_RDWR | os.O_APPEND)
-        except SessionTreeError as exc:
-            if exc.data.get("error") != "FileNotFound":
-                raise
+        except FileNotFound:
             files.create(target.parent, target.name, _stored_chunks(connection, sid))[0].close()
             return Moved(name, "created", size)
         storage = FileStorage(target, fd=fd)
