@@ -42,7 +42,7 @@ SESSIONS_DIR_TOKEN: Final = "${SESSIONS_DIR}"
 
 STEP_TIMEOUT: Final = 10.0
 # Each request goes out at least this long after the previous answer, in recording and replay
-# alike, so two requests never share a millisecond and generated times stay distinct.
+# alike, so two requests never share a millisecond (entries one request writes still may).
 PACE_SECONDS: Final = 0.003
 MIN_MS_TIMESTAMP: Final = 10**12  # Unix milliseconds from 2001 on; smaller numbers are data
 
@@ -121,6 +121,12 @@ class Bijection:
 
     def bind(self, kind: str, recorded: Any, replayed: Any) -> str | None:
         """Record the pair, or say why it contradicts an earlier one."""
+        if kind in CLOCK_KINDS:
+            # Entries written by one request may share a millisecond in one run and not in the
+            # next, so a clock reading is matched by its form only; the first pairing translates.
+            self.forward.setdefault((kind, recorded), replayed)
+            self.backward.setdefault((kind, replayed), recorded)
+            return None
         known = self.forward.get((kind, recorded), _MISSING)
         if known is not _MISSING:
             if known == replayed:
@@ -141,6 +147,7 @@ class Bijection:
 
 
 _MISSING: Final = object()
+CLOCK_KINDS: Final = frozenset({"iso-time", "ms-time"})
 
 
 def _tokens(text: str) -> list[re.Match[str]]:

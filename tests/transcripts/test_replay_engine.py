@@ -96,6 +96,18 @@ def test_requests_are_translated_through_the_bijection() -> None:
     assert norm.compare("cccccccc", "ffffffff") != []
 
 
+def test_clock_readings_match_by_form_since_one_request_may_or_may_not_share_a_millisecond() -> None:
+    norm = Normaliser("${ROOT}", ROOT)
+    recorded = [{"timestamp": "2026-12-02T00:12:12.489Z"}, {"timestamp": "2026-12-02T00:12:12.489Z"}]
+    replayed = [{"timestamp": "2026-12-02T03:20:15.128Z"}, {"timestamp": "2026-12-02T03:20:15.129Z"}]
+    assert norm.compare(recorded, replayed) == []
+    assert norm.compare({"timestamp": 1764482096158}, {"timestamp": 1800000000000}) == []
+    assert norm.compare({"timestamp": 1764482096158}, {"timestamp": 1800000000001}) == []
+    # The form is still checked, and the first pairing is what a later request is sent with.
+    assert norm.compare({"t": "2026-12-02T00:12:12.489Z"}, {"t": "2026-12-02 03:20"}) != []
+    assert norm.request({"note": "at 2026-12-02T00:12:12.489Z"}) == {"note": "at 2026-12-02T03:20:15.128Z"}
+
+
 def test_plain_values_and_shapes_are_compared_exactly() -> None:
     norm = Normaliser("${ROOT}", ROOT)
     assert norm.compare({"a": 1}, {"a": 1.0}) == ["$.a: expected 1, got 1.0"]
