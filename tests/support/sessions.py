@@ -80,3 +80,19 @@ def other_writer_truncates(storage: Storage, size: int) -> None:
         os.truncate(storage.name, size)
     else:
         postgres.other_program_rewrites(storage, contents(storage)[:size])
+
+
+def descriptors_past_1024() -> list[int]:
+    """Open descriptors until the next one is past 1024, where `select` fails (a daemon holding
+    many sessions gets there); the caller closes them. Skips when the limit does not allow it."""
+    import resource
+
+    import pytest
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 1100:
+        pytest.skip(f"the descriptor limit is {soft}")
+    held: list[int] = []
+    while not held or held[-1] < 1030:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+    return held

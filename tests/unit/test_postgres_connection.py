@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -13,6 +14,7 @@ from sessiontree.backend.postgres.database import Database, redacted
 from sessiontree.errors import StoreUnavailable
 from support.daemon import RawDaemon, request
 from support.postgres import Cluster, running_cluster
+from support.sessions import descriptors_past_1024
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,20 @@ def test_pg_environment_variables_name_the_server(pg_dsn: str, monkeypatch: pyte
         assert row == ("postgres",)
     finally:
         db.close()
+
+
+def test_a_connection_on_a_descriptor_past_1024_is_checked_and_used(pg_dsn: str) -> None:
+    """A daemon with many sessions open holds descriptors past 1024, where `select` cannot look."""
+    held = descriptors_past_1024()
+    db = Database(pg_dsn)
+    try:
+        assert db.connection().pgconn.socket > 1024
+        assert db.connection().execute("SELECT 1").fetchone() == (1,)
+        assert db.connection().execute("SELECT 2").fetchone() == (2,)  # the idle check ran in between
+    finally:
+        db.close()
+        for fd in held:
+            os.close(fd)
 
 
 def test_a_password_from_the_environment_never_reaches_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

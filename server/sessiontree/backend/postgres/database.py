@@ -40,6 +40,13 @@ def _secrets(dsn: str) -> list[str]:
     return [secret for secret in found if secret]
 
 
+def _readable(fd: int, seconds: float) -> bool:
+    """`poll`, not `select`: a daemon holding many sessions has descriptors past 1024."""
+    waiting = select.poll()
+    waiting.register(fd, select.POLLIN)
+    return bool(waiting.poll(seconds * 1000))
+
+
 def _ended_while_idle(connection: Connection) -> bool:
     """The server closed a connection that had nothing in hand (a restart, pg_terminate_backend):
     its socket is readable though nothing was asked. Checked without a round trip, so that the first
@@ -50,7 +57,7 @@ def _ended_while_idle(connection: Connection) -> bool:
     pgconn = connection.pgconn
     try:
         for _ in range(3):  # the server's last message (FATAL), then the end of the stream
-            if not select.select([pgconn.socket], [], [], 0)[0]:
+            if not _readable(pgconn.socket, 0):
                 break
             pgconn.consume_input()
     except (OSError, psycopg.Error):
