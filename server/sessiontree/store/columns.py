@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -32,6 +32,14 @@ class Codes:
             return self.plain[value]
         except (KeyError, TypeError):
             return self._code_slowly(value)
+
+    def codes_of(self, values: list[Any]) -> list[int]:
+        """`code_of` for many values."""
+        plain, code = self.plain, self.code_of
+        try:
+            return [plain.get(value) or code(value) for value in values]
+        except TypeError:  # an unhashable value (odd files only): one at a time
+            return [code(value) for value in values]
 
     def _code_slowly(self, value: Any) -> int:
         try:
@@ -84,12 +92,11 @@ class SparseCodes:
 
     def put_all(self, items: list[tuple[int, Any]]) -> None:
         """`put` for many (position, value) pairs, positions increasing."""
-        self.positions.extend([position for position, _ in items])
-        plain, code = self.coded.plain, self.coded.code_of
-        try:
-            codes = [plain.get(value) or code(value) for _, value in items]
-        except TypeError:  # an unhashable value (odd files only): one at a time
-            codes = [code(value) for _, value in items]
+        self.put_coded([position for position, _ in items], self.coded.codes_of([value for _, value in items]))
+
+    def put_coded(self, positions: Sequence[int], codes: Sequence[int]) -> None:
+        """Values already coded in `coded`, at positions increasing (after those held)."""
+        self.positions.extend(positions)
         self.coded.codes.extend(codes)
 
     def get(self, position: int) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar, overload
 from ..entries import Node, js_trim
 from ..file_warning import FileWarning
 from .columns import Codes, SparseCodes
+from .packed_columns import BlockColumns
 
 T = TypeVar("T")
 ROOT = -1  # parents column: the entry has no parent
@@ -317,8 +318,59 @@ class SessionIndex:
         warnings: list[FileWarning],
     ) -> None:
         """Index entries given as columns (what their `Node`s hold; `settings`: (position, setting)
-        for the entries that have one, in order), the leaf moving to the last: what must look back
-        (ids, parents, anchors, labels) in one loop, the other columns gathered."""
+        for the entries that have one, in order), the leaf moving to the last."""
+        self.add_coded(
+            ids,
+            parent_ids,
+            self.kinds_codes(kinds),
+            timestamps,
+            offsets,
+            lengths,
+            [at for at, _ in settings],
+            self.settings.coded.codes_of([setting for _, setting in settings]),
+            lines,
+            warnings,
+        )
+
+    def add_block(self, block: BlockColumns, lines: Sequence[int], warnings: list[FileWarning]) -> None:
+        """`add_columns` of a block a scan worker decoded: its tables' codes made this index's."""
+        kinds = self.kinds_codes(block.kinds)
+        settings = self.settings.coded.codes_of(block.settings)
+        setting_codes = settings if block.setting_codes is None else list(map(settings.__getitem__, block.setting_codes))
+        self.add_coded(
+            block.ids,
+            block.parents,
+            list(map(kinds.__getitem__, block.kind_codes)),
+            block.timestamps,
+            block.offsets,
+            block.lengths,
+            block.setting_at,
+            setting_codes,
+            lines,
+            warnings,
+        )
+
+    def kinds_codes(self, kinds: list[tuple[str, str | None]]) -> list[int]:
+        """The kinds column's codes of these (type, role) pairs, made where new."""
+        plain, code_of, intern = self.kinds.plain, self.kinds.code_of, sys.intern
+        return [plain.get(key) or code_of((intern(key[0]), key[1] and intern(key[1]))) for key in kinds]
+
+    def add_coded(
+        self,
+        ids: list[str],
+        parent_ids: list[str | None],
+        codes: list[int],
+        timestamps: list[Any],
+        offsets: Sequence[int],
+        lengths: Sequence[int],
+        setting_at: Sequence[int],
+        setting_codes: Sequence[int],
+        lines: Sequence[int],
+        warnings: list[FileWarning],
+    ) -> None:
+        """`add_columns` with the kinds as this index's codes, and the settings as positions among
+        these entries with codes of `self.settings.coded`: what must look back (ids, parents,
+        anchors, labels) in one loop, the other columns gathered."""
         count = len(ids)
         if not count:
             return
@@ -326,21 +378,23 @@ class SessionIndex:
         if by_id is None or self._make:
             by_id = self._make_all()
         start = len(self.offsets)
-        plain, code_of, intern = self.kinds.plain, self.kinds.code_of, sys.intern
-        codes = [plain.get(key) or code_of((intern(key[0]), key[1] and intern(key[1]))) for key in kinds]
         naming = self._naming_codes()
-        named = dict(settings) if not naming.isdisjoint(codes) else None
+        named = None
+        if not naming.isdisjoint(codes):
+            values = self.settings.coded.values
+            named = {at: values[code] for at, code in zip(setting_at, setting_codes, strict=True)}
         if not self._add_simply(ids, parent_ids, codes, start, by_id, timestamps):
-            self._add_one_by_one(ids, parent_ids, kinds, timestamps, codes, named, naming, start, lines, warnings)
+            self._add_one_by_one(ids, parent_ids, timestamps, codes, named, naming, start, lines, warnings)
         elif named is not None:
+            types = self.kinds.values
             for at in [at for at, code in enumerate(codes) if code in naming]:
-                self._apply_setting(kinds[at][0], ids[at], named.get(at), timestamps[at], lines[at], warnings, start + at)
+                self._apply_setting(types[codes[at]][0], ids[at], named.get(at), timestamps[at], lines[at], warnings, start + at)
         self._ids.extend(ids)  # type: ignore[union-attr]
         self._timestamps.extend(timestamps)  # type: ignore[union-attr]
         self.offsets.extend(offsets)
         self.lengths.extend(lengths)
         self.kinds.codes.extend(codes)
-        self.settings.put_all([(start + at, setting) for at, setting in settings])
+        self.settings.put_coded([start + at for at in setting_at], setting_codes)
         self.leaf_id = ids[-1]
 
     def _add_simply(
@@ -403,7 +457,6 @@ class SessionIndex:
         self,
         ids: list[str],
         parent_ids: list[str | None],
-        kinds: list[tuple[str, str | None]],
         timestamps: list[Any],
         codes: list[int],
         named: dict[int, Any] | None,
@@ -434,7 +487,7 @@ class SessionIndex:
             by_id[entry_id] = seq
             if named is not None and code in naming:
                 at = seq - start
-                self._apply_setting(kinds[at][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
+                self._apply_setting(self.kinds.values[code][0], entry_id, named.get(at), timestamps[at], lines[at], warnings)
         self._note_jumps(start, map(sub, parents[start:], range(start - 1, start + count - 1)), timestamps)
 
     def _note_jumps(self, start: int, steps: Iterable[int], stamps: list[Any]) -> None:

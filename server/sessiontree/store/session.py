@@ -31,6 +31,8 @@ from . import sidecar
 from .fork_plan import ForkPlan
 from .index import SessionIndex
 from .lines import BOM, CHUNK, LineBlocks, LineReader
+from .packed_columns import BlockColumns
+from .scan_worker import ScanWorker
 from .storage import Storage
 
 _HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
@@ -118,12 +120,38 @@ class Session:
                     session._finish(header_reader, at_open=True)
                     return session
                 session.warnings[:0] = skipped
-            blocks = LineBlocks(storage, session.end, size, _SCAN_CHUNK)
             with _collector_paused():
-                for offset, block, ends in blocks:
-                    session._take_in_block(offset, block, ends)
+                blocks = session._scan_to(size)
             session._finish(blocks, at_open=True)
         return session
+
+    def _scan_to(self, size: int) -> LineBlocks:
+        """Take in the whole lines from `end` to `size`, a big file's later part decoded by a
+        scan worker meanwhile; returns the last reader (its tail: for `_finish`)."""
+        worker = ScanWorker.start_for(self.storage, self.end, size)
+        if worker is not None:
+            with worker:
+                self._take_in_blocks(LineBlocks(self.storage, self.end, worker.start, _SCAN_CHUNK))
+                if self.end == worker.start:  # else the file shrank: scanned alone from here
+                    for block in worker.blocks():
+                        if block.offset != self.end:
+                            break
+                        self._take_in_columns(block)
+        blocks = LineBlocks(self.storage, self.end, size, _SCAN_CHUNK)
+        self._take_in_blocks(blocks)
+        return blocks
+
+    def _take_in_blocks(self, blocks: LineBlocks) -> None:
+        for offset, block, ends in blocks:
+            self._take_in_block(offset, block, ends)
+
+    def _take_in_columns(self, block: BlockColumns) -> None:
+        """A block of lines a scan worker decoded, as `_take_in_block` takes them in."""
+        count = len(block.ids)
+        first = self._line_no + 1
+        self.index.add_block(block, range(first, first + count), self.warnings)
+        self._line_no += count
+        self.end, self.unterminated = block.end, False
 
     @classmethod
     def _from_sidecar(cls, storage: Storage, sidecar_file: Path) -> Session | None:

@@ -90,6 +90,11 @@ class FileStorage:
         self._identity = (info.st_dev, info.st_ino)
         self._lock = _FileLock(self._fd)
 
+    @property
+    def fd(self) -> int:
+        """The open descriptor (a scan worker reads through it, never through the path)."""
+        return self._fd
+
     def size(self) -> int:
         return os.fstat(self._fd).st_size
 

@@ -1,0 +1,196 @@
+"""A second process for the first scan of a big file: it decodes the file's later part while the
+daemon scans the earlier one, so a cold open uses two cores.
+
+Decoding every line is most of a cold open, and one interpreter cannot do it on two cores. The
+worker is a fork of the daemon (nothing to start or import): it reads the session through the
+descriptor the daemon already opened and checked (never a path), takes whole lines from `start` on
+in blocks, and hands over each block's index columns (`packed_columns`) as soon as they are decoded.
+It stops at the first line that is not an entry in pi's usual shape (blank, torn, a second header,
+odd field types) and says where: the daemon takes in that line, and all after it, itself, exactly
+as a scan alone does. If the worker cannot start, dies or falls silent, the daemon scans the rest
+itself; what arrived whole is kept.
+
+Handing over: each packed block is written to a memory file (so the worker never waits for the
+daemon, which is busy with its own part), then a notice on a pipe: `B` and the 8-byte offset in
+the memory file where that block ends; the last notice is `S` and the 8-byte file offset where the
+worker stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import suppress
+from types import TracebackType
+
+from ..entries import skeleton_columns, skeletons
+from .lines import CHUNK, LineBlocks
+from .packed_columns import BlockColumns, pack, unpack
+from .storage import FileStorage
+
+MIN_BYTES = 48 * 1024 * 1024  # below this the daemon's own part would be over before the worker's
+SHARE = 0.75  # of the bytes to scan, the worker's part: the daemon also indexes every block it sends
+SILENCE_SECONDS = 30.0  # a worker quiet for this long is given up
+DISABLE = "SESSIONTREE_SCAN_WORKER"  # set to "0": never fork one
+_NOTICE = 9  # a kind and an 8-byte offset
+_BLOCK, _STOP = b"B", b"S"
+
+
+class ScanWorker:
+    """The forked worker scanning `[start, end)` of one file, and the blocks it hands over."""
+
+    def __init__(self, pid: int, notices: int, frames: int, start: int) -> None:
+        self.pid = pid
+        self.notices = notices  # the pipe's reading end
+        self.frames = frames  # the memory file the packed blocks are written to
+        self.start = start  # where the worker's part begins: just after a line end
+        self.stopped_at = start  # where the whole lines the blocks received cover end
+        self.failure: str | None = None  # why the blocks ended before the worker said it stopped
+        self._read_to = 0
+        self._waiting = select.poll()  # not `select`: the daemon may hold descriptors past 1024
+        self._waiting.register(notices, select.POLLIN)
+
+    @classmethod
+    def start_for(cls, storage: object, start: int, end: int) -> ScanWorker | None:
+        """A worker for the later part of `[start, end)` when that is big enough and the storage a
+        local file; None to scan alone."""
+        if not isinstance(storage, FileStorage) or end - start < MIN_BYTES or os.environ.get(DISABLE) == "0":
+            return None
+        split = _line_start_after(storage, start + int((end - start) * (1 - SHARE)), end)
+        if split is None or not hasattr(os, "fork"):
+            return None
+        try:
+            frames = _memory_file()
+        except OSError:
+            return None
+        notices, notify = os.pipe()
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12 warns when a process with threads forks: the child runs only the
+                # scan below (no lock, no import, no I/O but its own descriptors) and `_exit`s.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:
+            for fd in (frames, notices, notify):
+                os.close(fd)
+            return None
+        if pid == 0:  # the worker
+            _run(storage, split, end, frames, notify)
+        os.close(notify)
+        return cls(pid, notices, frames, split)
+
+    def blocks(self) -> Iterator[BlockColumns]:
+        """The blocks, in file order, until the worker says where it stopped (`stopped_at`)."""
+        while True:
+            notice = self._read(_NOTICE)
+            if notice is None:
+                return
+            value = int.from_bytes(notice[1:], "big")
+            if notice[:1] == _STOP:
+                self.stopped_at = value
+                return
+            block = unpack(_pread_all(self.frames, self._read_to, value - self._read_to))
+            self._read_to = value
+            yield block
+            self.stopped_at = block.end
+
+    def _read(self, size: int) -> bytes | None:
+        parts, wanted = [], size
+        while wanted:
+            if not self._waiting.poll(SILENCE_SECONDS * 1000):
+                self.failure = f"no word for {SILENCE_SECONDS:.0f} s"
+                return None
+            part = os.read(self.notices, wanted)
+            if not part:
+                self.failure = "it ended without saying where it stopped"
+                return None
+            parts.append(part)
+            wanted -= len(part)
+        return b"".join(parts)
+
+    def __enter__(self) -> ScanWorker:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        with suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)  # done or given up: nothing it could still send is wanted
+        with suppress(ChildProcessError):  # reaped by someone else
+            os.waitpid(self.pid, 0)
+        os.close(self.notices)
+        os.close(self.frames)
+
+
+def _memory_file() -> int:
+    """A file in memory for the packed blocks (a temporary file where memfd is missing)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("sessiontree-scan")
+    with tempfile.TemporaryFile() as file:
+        return os.dup(file.fileno())
+
+
+def _line_start_after(storage: FileStorage, at: int, end: int) -> int | None:
+    """The offset just after the first line end at or after `at` (None: no line end before `end`)."""
+    while at < end:
+        chunk = storage.read(at, min(1024 * 1024, end - at))
+        if not chunk:
+            return None
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return at + found + 1 if at + found + 1 < end else None
+        at += len(chunk)
+    return None
+
+
+def _pread_all(fd: int, offset: int, size: int) -> bytes:
+    parts = []
+    while size:
+        part = os.pread(fd, size, offset)
+        if not part:
+            raise EOFError("a scan worker's block is shorter than its notice said")
+        parts.append(part)
+        offset, size = offset + len(part), size - len(part)
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------- the worker's side
+
+
+def _run(storage: FileStorage, start: int, end: int, frames: int, notify: int) -> None:
+    """The forked worker's whole life: never returns into the daemon's code."""
+    code = 1
+    try:
+        scan(storage, start, end, frames, notify)
+        code = 0
+    finally:
+        os._exit(code)  # no cleanup of the daemon's state: it is the daemon's
+
+
+def scan(storage: FileStorage, start: int, end: int, frames: int, notify: int) -> None:
+    """Hand over the columns of the whole lines in `[start, end)`, block by block, and where they stop."""
+    stopped, written = start, 0
+    for offset, block, ends in LineBlocks(storage, start, end, CHUNK):
+        starts = [0, *[at + 1 for at in ends[:-1]]]
+        decoded = skeletons(memoryview(block), starts, ends, 0)
+        count = len(decoded)
+        if count:
+            ids, parents, kinds, stamps, settings = skeleton_columns(decoded)
+            del decoded
+            offsets = [offset + line_start for line_start in starts[:count]]
+            lengths = [line_end - line_start for line_start, line_end in zip(starts[:count], ends[:count], strict=True)]
+            written += _write_all(frames, pack(ids, parents, kinds, stamps, offsets, lengths, settings))
+            _write_all(notify, _BLOCK + written.to_bytes(8, "big"))
+            stopped = offset + ends[count - 1] + 1
+        if count < len(ends):
+            break
+    _write_all(notify, _STOP + stopped.to_bytes(8, "big"))
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    return len(data)
