@@ -337,7 +337,7 @@ class SessionService:
         cache = opened.context_cache
         context = cache.get(leaf)
         if context is None:
-            context = build_context(session.index, leaf, session.entry)
+            context = build_context(session.index, leaf, session.entry, session.messages_or_entries)
             if leaf == session.index.leaf_id:
                 cache.put(context)
         if params.format == "llm":

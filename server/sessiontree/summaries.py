@@ -39,7 +39,7 @@ def context_at(opened: OpenSession, leaf: str | None) -> Context:
     session = opened.session
     context = opened.context_cache.get(leaf)
     if context is None:
-        context = build_context(session.index, leaf, session.entry)
+        context = build_context(session.index, leaf, session.entry, session.messages_or_entries)
         if leaf == session.index.leaf_id:
             opened.context_cache.put(context)
     return context

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
 
+from sessiontree.jsonfmt import RawJson
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import ContextCache, build_context, convert_to_llm
 from sessiontree.tree.projection import _build_by_walking
-from support.messages import assistant, ts, user
+from support.messages import assistant, line, ts, user
 from support.sessions import session_bytes
 
 
@@ -207,5 +209,42 @@ def test_anchored_contexts_equal_walking_the_whole_path(seed: int) -> None:
     session = _session(*entries)
     for node in session.index.nodes:
         fast = build_context(session.index, node.id, session.entry)
-        slow = _build_by_walking(session.index, node.id, session.entry)
+        slow = _build_by_walking(session.index, node.id, session.entry, session.messages_or_entries)
         assert (fast.messages, fast.thinking_level, fast.model) == (slow.messages, slow.thinking_level, slow.model)
+
+
+def _odd_message_lines() -> bytes:
+    """Message lines a context may pass on as their text, and lines it must decode: a message key
+    written twice, a lone surrogate escape, broken UTF-8, a message that is not an object, spacing
+    and escapes another writer uses, a number JavaScript would round, a custom message between."""
+    lines = [
+        line(user("a", None, "plain", 1)),
+        b'{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"first"},'
+        b'"message":{"role":"user","content":"second wins"}}\n',
+        b'{"type":"message","id":"c","parentId":"b","timestamp":"t","message":{"role":"user","content":"\\ud800 lone"}}\n',
+        b'{"type":"message","id":"d","parentId":"c","timestamp":"t","message":{"role":"user","content":"broken \xff utf-8"}}\n',
+        b'{"type":"message","id":"e","parentId":"d","timestamp":"t","message":"not an object"}\n',
+        b'{ "type" : "message", "id" : "f", "parentId" : "e", "timestamp" : "t",\t"message" : { "role" : "user", "content" : "sp\\u00e9ced \\/" } }\n',
+        b'{"type":"message","id":"g","parentId":"f","timestamp":"t","message":{"role":"user","content":"n","n":12345678901234567}}\n',
+        line({"type": "custom_message", "id": "h", "parentId": "g", "timestamp": "t", "customType": "x", "content": "c", "display": True}),
+        line(assistant("i", "h", "é, as written", 9)),
+    ]
+    return line({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}) + b"".join(lines)
+
+
+def test_messages_kept_as_their_text_are_the_messages_the_entries_decode_to() -> None:
+    """A context passes a message on as the bytes it was written as when that is safe, and
+    decodes the rest: the wire carries the same JSON values as decoding every entry gives."""
+    session = Session.load(MemoryStorage(_odd_message_lines()))
+    leaf = build_context(session.index, "i", session.entry, session.messages_or_entries)
+    # a, b, f, g and i go as written; c (lone surrogate), d (broken UTF-8) and h (custom) decoded
+    assert [type(item) is RawJson for item in leaf.wire_items()] == [True, True, False, False, True, True, False, True]
+    assert leaf.wire_items()[1].text == b'{"role":"user","content":"second wins"}'
+    for node in session.index.nodes:
+        careful = build_context(session.index, node.id, session.entry)
+        kept = build_context(session.index, node.id, session.entry, session.messages_or_entries)
+        cache = ContextCache()
+        cache.put(kept)
+        wire = json.loads(cache.messages_for_wire().wire)
+        assert wire == json.loads(json.dumps(careful.messages))
+        assert (kept.warnings, kept.messages) == (careful.warnings, careful.messages)

@@ -47,6 +47,28 @@ class _Id(msgspec.Struct):
 _id_only = msgspec.json.Decoder(_Id).decode  # validates the whole line, builds only its id
 
 
+class _MessageText(msgspec.Struct):
+    id: Any = None
+    message: msgspec.Raw = msgspec.Raw()
+
+
+_message_and_id = msgspec.json.Decoder(_MessageText).decode  # validates the line, keeps the message as text
+
+
+def _message_text(node: Node, line: bytes | memoryview) -> jsonfmt.RawJson | None:
+    """The message of a `message` entry's line as its own text, if it can go to the wire as it is;
+    None for a line that must be decoded (and checked) the careful way."""
+    try:
+        found = _message_and_id(line)
+    except (msgspec.MsgspecError, RecursionError):  # not JSON, a lone surrogate: the careful way
+        return None
+    text = bytes(found.message)
+    if found.id != node.id or text[:1] != b"{":
+        return None
+    message = jsonfmt.raw_object(text)
+    return message if type(message) is jsonfmt.RawJson else None  # broken UTF-8: decoded with the line
+
+
 class AppendRequest(NamedTuple):
     """One append of `Session.append_many`: its entries, parent, expected leaf and their sources."""
 
@@ -589,8 +611,37 @@ class Session:
 
     def entry(self, node: Node) -> dict[str, Any]:
         """The full entry of a node, decoded from the file."""
+        return self._entry_from(node, self.raw(node))
+
+    def messages_or_entries(self, nodes: list[Node]) -> list[jsonfmt.RawJson | dict[str, Any]]:
+        """For a `message` entry whose message can go to the wire as it is written (the line
+        valid JSON and UTF-8, the message an object), that message as its text, not decoded;
+        for any other node the whole entry (`entry`). What a context needs, read at once."""
+        found: list[jsonfmt.RawJson | dict[str, Any]] = []
+        for node, line in self._lines_of(nodes):
+            text = _message_text(node, line) if node.type == "message" else None
+            found.append(text if text is not None else self._entry_from(node, line))
+        return found
+
+    def _lines_of(self, nodes: list[Node]) -> Iterator[tuple[Node, memoryview]]:
+        """Each node's line; lines that follow one another in the file are read together (a
+        path's entries mostly do), so a context costs a few reads, not one per message."""
+        at = 0
+        while at < len(nodes):
+            first, end = nodes[at], at + 1
+            stop = first.offset + first.length + 1
+            while end < len(nodes) and nodes[end].offset == stop and stop - first.offset < _SCAN_CHUNK:
+                stop = nodes[end].offset + nodes[end].length + 1
+                end += 1
+            view = memoryview(self.storage.read(first.offset, stop - 1 - first.offset))
+            for node in nodes[at:end]:
+                start = node.offset - first.offset
+                yield node, view[start : start + node.length]
+            at = end
+
+    def _entry_from(self, node: Node, raw: bytes | memoryview) -> dict[str, Any]:
         try:
-            value = jsonfmt.loads(self.raw(node))
+            value = jsonfmt.loads(raw)
         except jsonfmt.JSONDecodeError:
             value = None
         if not isinstance(value, dict) or value.get("id") != node.id:

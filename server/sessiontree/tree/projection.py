@@ -20,6 +20,8 @@ from ..store import SessionIndex
 from ..store.index import Anchors
 
 LoadEntry = Callable[[Node], dict[str, Any]]
+# Per node: a `message` entry's message as its text when it can go to the wire as it is, else the entry.
+LoadMessages = Callable[[list[Node]], list["jsonfmt.RawJson | dict[str, Any]"]]
 
 
 def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[FileWarning] | None = None) -> list[Node]:
@@ -66,14 +68,38 @@ def compaction_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
 class Context:
     """A built context: messages, thinking level and model at `leaf_id`."""
 
-    __slots__ = ("leaf_id", "messages", "model", "thinking_level", "warnings")
+    __slots__ = ("_items", "_texts", "leaf_id", "model", "thinking_level", "warnings")
 
     def __init__(self, leaf_id: str | None) -> None:
         self.leaf_id = leaf_id
-        self.messages: list[Any] = []
+        # The messages; those read from the file may still be their JSON text (`RawJson`): the
+        # wire takes them as they are, and only a reader here pays for decoding them.
+        self._items: list[Any] = []
+        self._texts = 0  # how many of the items are texts
         self.thinking_level: Any = "off"
         self.model: dict[str, Any] | None = None
         self.warnings: list[FileWarning] = []
+
+    @property
+    def messages(self) -> list[Any]:
+        """The messages, every one decoded."""
+        if self._texts:
+            self._items = [item.value if type(item) is jsonfmt.RawJson else item for item in self._items]
+            self._texts = 0
+        return self._items
+
+    def wire_items(self) -> list[Any]:
+        """The messages as they go to the wire: texts are sent as they are (see `jsonfmt.RawJson`)."""
+        return self._items
+
+    def add_summary(self, message: dict[str, Any]) -> None:
+        """A message made here (a compaction's summary)."""
+        self._items.append(message)
+
+    def add_message_text(self, message: jsonfmt.RawJson) -> None:
+        """A `message` entry's message, as its text (an object: checked by the reader)."""
+        self._items.append(message)
+        self._texts += 1
 
     def note_setting(self, node: Node) -> None:
         """Track the last thinking level and model along the path (also before a compaction)."""
@@ -87,7 +113,7 @@ class Context:
         if node.type == "message":
             message = entry.get("message")
             if isinstance(message, dict):
-                self.messages.append(message)
+                self._items.append(message)
             else:
                 self.warnings.append(
                     FileWarning(
@@ -95,24 +121,26 @@ class Context:
                     )
                 )
         elif node.type == "custom_message":
-            self.messages.append(custom_message(entry))
+            self._items.append(custom_message(entry))
         elif node.type == "branch_summary" and entry.get("summary"):
-            self.messages.append(branch_summary_message(entry))
+            self._items.append(branch_summary_message(entry))
 
 
 _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 
 
-def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
-    """pi's buildSessionContext for `leaf_id` (None: the empty context)."""
+def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry, load_messages: LoadMessages | None = None) -> Context:
+    """pi's buildSessionContext for `leaf_id` (None: the empty context). `load_messages`, if
+    given, reads the entries that become messages all at once (see `LoadMessages`)."""
+    load_many: LoadMessages = load_messages or (lambda nodes: [load(node) for node in nodes])
     leaf = index.get(leaf_id) if leaf_id is not None else None
     anchors = index.anchors(leaf.seq) if leaf is not None and index.anchors_hold else None
     if leaf is not None and anchors is not None:
-        return _build_from_anchors(index, leaf, anchors, load)
-    return _build_by_walking(index, leaf_id, load)
+        return _build_from_anchors(index, leaf, anchors, load, load_many)
+    return _build_by_walking(index, leaf_id, load, load_many)
 
 
-def _build_from_anchors(index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry) -> Context:
+def _build_from_anchors(index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry, load_many: LoadMessages) -> Context:
     """Walk only from the leaf back to its last compaction (and on to the first kept entry):
     the settings and the compaction come from the leaf's anchors."""
     context = Context(leaf.id)
@@ -120,43 +148,50 @@ def _build_from_anchors(index: SessionIndex, leaf: Node, anchors: Anchors, load:
     for setting in (thinking, model):
         if setting is not None:
             context.note_setting(setting)
-    emitted = _up_to(index, leaf, compaction)
+    emitted = _up_to(index, leaf.seq, -1 if compaction is None else compaction.seq)
     if compaction is not None:
         entry = load(compaction)
-        context.messages.append(compaction_summary_message(entry))
-        emitted = _kept_above(index, compaction, entry.get("firstKeptEntryId")) + emitted
-    for node in emitted:
-        if node.type in _MESSAGE_TYPES:
-            context.add_message(node, load(node))
+        context.add_summary(compaction_summary_message(entry))
+        emitted = _kept_above(index, compaction.seq, entry.get("firstKeptEntryId")) + emitted
+    _add_messages(context, [index.node(seq) for seq in emitted if index.type_of(seq) in _MESSAGE_TYPES], load_many)
     return context
 
 
-def _up_to(index: SessionIndex, leaf: Node, stop: Node | None) -> list[Node]:
-    """The entries after `stop` down to `leaf`, in path order (the whole path if `stop` is None)."""
-    nodes: list[Node] = []
-    node: Node | None = leaf
-    stop_seq = -1 if stop is None else stop.seq
-    while node is not None and node.seq != stop_seq:
-        nodes.append(node)
-        node = index.parent(node)
-    nodes.reverse()
-    return nodes
+def _add_messages(context: Context, nodes: list[Node], load_many: LoadMessages) -> None:
+    for node, found in zip(nodes, load_many(nodes), strict=True):
+        if type(found) is jsonfmt.RawJson:
+            context.add_message_text(found)
+        else:
+            context.add_message(node, found)  # type: ignore[arg-type]  # not a RawJson: the entry
 
 
-def _kept_above(index: SessionIndex, compaction: Node, first_kept_id: Any) -> list[Node]:
-    """The entries from `firstKeptEntryId` down to the compaction (none if it is not on the path)."""
-    nodes: list[Node] = []
-    node = index.parent(compaction)
-    while node is not None:
-        nodes.append(node)
-        if node.id == first_kept_id:
-            nodes.reverse()
-            return nodes
-        node = index.parent(node)
+def _up_to(index: SessionIndex, leaf: int, stop: int) -> list[int]:
+    """The seqs after `stop` down to `leaf`, in path order (the whole path if `stop` is -1)."""
+    seqs: list[int] = []
+    parent_seq = index.parent_seq
+    seq: int | None = leaf
+    while seq is not None and seq != stop:
+        seqs.append(seq)
+        seq = parent_seq(seq)
+    seqs.reverse()
+    return seqs
+
+
+def _kept_above(index: SessionIndex, compaction: int, first_kept_id: Any) -> list[int]:
+    """The seqs from `firstKeptEntryId` down to the compaction (none if it is not on the path)."""
+    seqs: list[int] = []
+    ids, parent_seq = index.ids, index.parent_seq
+    seq = parent_seq(compaction)
+    while seq is not None:
+        seqs.append(seq)
+        if ids[seq] == first_kept_id:
+            seqs.reverse()
+            return seqs
+        seq = parent_seq(seq)
     return []
 
 
-def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Context:
+def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry, load_many: LoadMessages) -> Context:
     """The general case (damaged trees: orphans, cycles, repeated ids): the whole path, walked safely."""
     context = Context(leaf_id)
     path = walk_path(index, leaf_id, context.warnings)
@@ -170,11 +205,9 @@ def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry)
         emitted = path
     else:
         entry = load(compaction)
-        context.messages.append(compaction_summary_message(entry))
+        context.add_summary(compaction_summary_message(entry))
         emitted = _kept_before(path[:compaction_at], entry.get("firstKeptEntryId")) + path[compaction_at + 1 :]
-    for node in emitted:
-        if node.type in _MESSAGE_TYPES:
-            context.add_message(node, load(node))
+    _add_messages(context, [node for node in emitted if node.type in _MESSAGE_TYPES], load_many)
     return context
 
 
@@ -206,12 +239,13 @@ class ContextCache:
         """The cached context's messages, with their JSON: each message is encoded once, so an
         answer after an append costs one message's encoding (and a copy), not the whole context's."""
         assert self.context is not None
-        messages, wire = self.context.messages, self._wire
+        messages, wire = self.context.wire_items(), self._wire
         new = messages[self._encoded :]
-        if new:  # encoded in one call: "[a,b]" is the messages' JSON joined by commas
+        if new:  # "[a,b]" is the messages' JSON joined by commas; texts are their own JSON
             if self._encoded:
                 wire += b","
-            wire += memoryview(jsonfmt.dumps_wire(new))[1:-1]
+            raw = jsonfmt.RawJson
+            wire += b",".join([item.text if type(item) is raw else jsonfmt.dumps_wire(item) for item in new])
             self._encoded += len(new)
         wire += b"]"
         text = bytes(wire)
