@@ -16,7 +16,6 @@ UNSET) are defined in the domain's modules and imported here, never the other wa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any, Final, Literal
 
 import attrs
@@ -692,17 +691,6 @@ def parse_params(method: str, params: Any) -> Any:
         else:
             problems = [str(exc)]
         raise InvalidParams(f"invalid params for {method}: {'; '.join(problems)}", problems=problems) from None
-
-
-def make_hooks() -> Iterator[None]:
-    """Make (and keep) the converter's functions for every method's params and result, one type
-    per step: the first call of a method then does not wait for them (milliseconds each)."""
-    for types in METHODS.values():
-        converter.get_structure_hook(types.params)
-        yield
-        if types.result is not None:
-            converter.get_unstructure_hook(types.result)
-            yield
 
 
 def to_wire(value: Any) -> Any:

@@ -56,21 +56,6 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def _in_idle_moments(steps: Iterator[None]) -> None:
-    """Run `steps` one per turn of the event loop, so that a request that arrives meanwhile waits
-    for one step at most."""
-    loop = asyncio.get_running_loop()
-
-    def step() -> None:
-        if next(steps, _DONE) is not _DONE:
-            loop.call_soon(step)
-
-    loop.call_soon(step)
-
-
-_DONE: Final = object()
-
-
 def _request_ids() -> Iterator[str]:
     """Ids of the daemon's requests to the client: UUIDs, as protocol.md's examples show them."""
     while True:
@@ -110,7 +95,6 @@ class Daemon(LspServer):
         )
         self._watcher = Watcher(service, lambda: self.channel is None or not self.channel.output_paused)
         self._watcher.start()
-        _in_idle_moments(p.make_hooks())
         log.info("serving sessions under %s (durability %s)", root, durability)  # the Neovim plugin reads this line
         if store is not None:
             log.info("sessions are kept in the PostgreSQL store %s", service.backend.shown)
