@@ -64,6 +64,12 @@ def damaged_mix() -> bytes:
         json.dumps({"type": "session_info", "id": "n01", "parentId": "e0000006", "timestamp": "t"}).encode(),
         json.dumps({"type": "thinking_level_change", "id": "t01", "parentId": "n01", "timestamp": "t", "thinkingLevel": None}).encode(),
         b'{"type":"message","id":"dup1","parentId":null,"timestamp":"t","id":"dup2"}',
+        # a role only counts on a message; a setting only where pi reads one
+        json.dumps({"type": "custom", "id": "cm01", "parentId": "e0000007", "timestamp": "t", "message": {"role": "assistant", "model": "x"}}).encode(),
+        json.dumps({"type": "message", "id": "r01", "parentId": "e0000008", "timestamp": "t", "message": {"role": 5}}).encode(),
+        json.dumps({"type": "message", "id": "r02", "parentId": "r01", "timestamp": "t", "message": {"role": "assistant"}}).encode(),
+        json.dumps({"type": "model_change", "id": "mc01", "parentId": "r02", "timestamp": "t"}).encode(),
+        json.dumps({"type": "label", "id": "lab2", "parentId": "mc01", "timestamp": "t", "targetId": "e0000009"}).encode(),
     ]
     rng = random.Random(5)
     mixed = lines[:]
