@@ -240,3 +240,30 @@ def test_packed_columns_come_back_as_they_went(parents: list[str | None]) -> Non
     codes = block.setting_codes if block.setting_codes is not None else range(len(block.settings))
     assert [(at, block.settings[code]) for at, code in zip(block.setting_at, codes, strict=True)] == settings
     assert (list(block.offsets), list(block.lengths)) == ([10, 20, 30], [9, 9, 9])
+
+
+def test_the_worker_holds_only_the_descriptors_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork lets go of the client's pipes, sockets and other sessions at once: a client sees
+    the end of a daemon killed during an open, and no other file stays locked by the worker."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([HEADER, *(line(entry).rstrip(b"\n") for entry in chain(3000))]) + b"\n")
+    report = tmp_path / "descriptors.json"
+    scan = worker_module.scan
+
+    def looking(storage: FileStorage, start: int, end: int, frames: int, notify: int) -> None:
+        held = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))  # the listing's own one among them
+        standard = [os.readlink(f"/proc/self/fd/{fd}") for fd in (0, 1, 2)]
+        report.write_text(json.dumps({"held": held, "standard": standard, "needed": [storage.fd, frames, notify]}))
+        scan(storage, start, end, frames, notify)
+
+    monkeypatch.setattr(worker_module, "scan", looking)
+    other = os.open(tmp_path / "another-session", os.O_CREAT | os.O_RDWR)
+    try:
+        _, handed = _with_worker(path, monkeypatch, 0.75, 4096)
+    finally:
+        os.close(other)
+    assert handed
+    seen = json.loads(report.read_text())
+    assert seen["standard"] == [os.devnull] * 3
+    extra = set(seen["held"]) - {0, 1, 2, *seen["needed"]}
+    assert len(extra) <= 1 and other not in extra  # at most the descriptor the listing itself used

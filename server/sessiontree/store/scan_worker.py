@@ -163,10 +163,24 @@ def _run(storage: FileStorage, start: int, end: int, frames: int, notify: int) -
     """The forked worker's whole life: never returns into the daemon's code."""
     code = 1
     try:
+        _keep_only([storage.fd, frames, notify])
         scan(storage, start, end, frames, notify)
         code = 0
     finally:
         os._exit(code)  # no cleanup of the daemon's state: it is the daemon's
+
+
+def _keep_only(keep: list[int]) -> None:
+    """Let go of every descriptor the fork inherited but `keep`: the client's pipes (so that a
+    client sees the end of a daemon that dies during an open at once), sockets, other sessions."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    after = 3
+    for fd in sorted(keep):
+        os.closerange(after, fd)
+        after = fd + 1
+    os.closerange(after, max(os.sysconf("SC_OPEN_MAX"), after))
 
 
 def scan(storage: FileStorage, start: int, end: int, frames: int, notify: int) -> None:
