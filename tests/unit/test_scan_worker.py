@@ -82,7 +82,7 @@ def _storages_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _alone(path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
     with monkeypatch.context() as patch:
-        patch.setenv(worker_module.DISABLE, "0")
+        patch.setenv(worker_module.SETTING, "0")
         return Session.load(FileStorage(path))
 
 
@@ -97,8 +97,7 @@ def _with_worker(path: Path, monkeypatch: pytest.MonkeyPatch, share: float, chun
             yield block
 
     with monkeypatch.context() as patch:
-        patch.delenv(worker_module.DISABLE, raising=False)
-        patch.setattr(worker_module, "MIN_BYTES", 0)
+        patch.setenv(worker_module.SETTING, "1")
         patch.setattr(worker_module, "SHARE", share)
         patch.setattr(worker_module, "CHUNK", chunk)
         patch.setattr(worker_module.ScanWorker, "blocks", spied)

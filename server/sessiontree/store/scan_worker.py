@@ -33,9 +33,9 @@ from .packed_columns import BlockColumns, pack, unpack
 from .storage import FileStorage
 
 MIN_BYTES = 48 * 1024 * 1024  # below this the daemon's own part would be over before the worker's
+SETTING = "SESSIONTREE_SCAN_WORKER"  # the bytes from which a worker is forked; "0": never
 SHARE = 0.75  # of the bytes to scan, the worker's part: the daemon also indexes every block it sends
 SILENCE_SECONDS = 30.0  # a worker quiet for this long is given up
-DISABLE = "SESSIONTREE_SCAN_WORKER"  # set to "0": never fork one
 _NOTICE = 9  # a kind and an 8-byte offset
 _BLOCK, _STOP = b"B", b"S"
 
@@ -58,7 +58,8 @@ class ScanWorker:
     def start_for(cls, storage: object, start: int, end: int) -> ScanWorker | None:
         """A worker for the later part of `[start, end)` when that is big enough and the storage a
         local file; None to scan alone."""
-        if not isinstance(storage, FileStorage) or end - start < MIN_BYTES or os.environ.get(DISABLE) == "0":
+        least = _least_bytes()
+        if not isinstance(storage, FileStorage) or least is None or end - start < least:
             return None
         split = _line_start_after(storage, start + int((end - start) * (1 - SHARE)), end)
         if split is None or not hasattr(os, "fork"):
@@ -122,6 +123,18 @@ class ScanWorker:
             os.waitpid(self.pid, 0)
         os.close(self.notices)
         os.close(self.frames)
+
+
+def _least_bytes() -> int | None:
+    """The bytes to scan from which a worker is forked (None: never), as `SETTING` says."""
+    value = os.environ.get(SETTING, "").strip()
+    if not value:
+        return MIN_BYTES
+    try:
+        least = int(value)
+    except ValueError:
+        return MIN_BYTES  # a setting that means nothing changes nothing
+    return least if least > 0 else None
 
 
 def _memory_file() -> int:

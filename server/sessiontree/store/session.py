@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from itertools import accumulate
@@ -35,6 +36,7 @@ from .packed_columns import BlockColumns
 from .scan_worker import ScanWorker
 from .storage import Storage
 
+log = logging.getLogger(__name__)
 _HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
 _SCAN_CHUNK = CHUNK  # bytes read at a time by a scan (a longer line is read whole)
 _WRITE_TRIES = 3  # an append spoiled by another writer's unfinished line is written again, so often
@@ -159,6 +161,10 @@ class Session:
                         if block.offset != self.end:
                             break
                         self._take_in_columns(block)
+            log.debug(
+                "%s: a scan worker took bytes %d to %d of %d%s",
+                self.storage.name, worker.start, worker.stopped_at, size, f" ({worker.failure})" if worker.failure else "",
+            )
         blocks = LineBlocks(self.storage, self.end, size, _SCAN_CHUNK)
         self._take_in_blocks(blocks)
         return blocks
