@@ -266,3 +266,13 @@ def test_the_worker_holds_only_the_descriptors_it_needs(tmp_path: Path, monkeypa
     assert seen["standard"] == [os.devnull] * 3
     extra = set(seen["held"]) - {0, 1, 2, *seen["needed"]}
     assert len(extra) <= 1 and other not in extra  # at most the descriptor the listing itself used
+
+
+@pytest.mark.parametrize(("line_bytes", "share"), [(100, 0.82), (500, 0.82), (925, 0.76), (1350, 0.7), (5000, 0.7)])
+def test_the_worker_takes_more_of_a_file_of_short_lines(tmp_path: Path, line_bytes: int, share: float) -> None:
+    """The daemon indexes every entry the worker decodes: the more lines a megabyte holds, the
+    more of the bytes the worker takes."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((b"x" * (line_bytes - 1) + b"\n") * (4 * 1024 * 1024 // line_bytes))
+    storage = FileStorage(path)
+    assert worker_module._share(storage, 0, path.stat().st_size) == pytest.approx(share, abs=0.005)
