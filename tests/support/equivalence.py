@@ -20,6 +20,8 @@ def assert_indexed_alike(mine: Session, scan: Session) -> None:
     # An unfinished last line lies past what a sidecar covers: every open reports it afresh.
     assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS | {"torn-tail"}]
     assert (mine.end, mine._line_no) == (scan.end, scan._line_no)
+    # each entry's anchor: the nearest thinking change, model setter and compaction on its path
+    assert [a.anchors(seq) for seq in range(len(a))] == [b.anchors(seq) for seq in range(len(b))]
     ids = list(b.by_id)
     for entry_id in [None, *ids[:: max(1, len(ids) // 40)], *ids[-3:]]:
         left, right = build_context(a, entry_id, mine.entry), build_context(b, entry_id, scan.entry)
