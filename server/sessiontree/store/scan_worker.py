@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import resource
 import select
 import signal
 import tempfile
@@ -191,6 +192,7 @@ def _run(storage: FileStorage, start: int, end: int, frames: int, notify: int) -
     """The forked worker's whole life: never returns into the daemon's code."""
     code = 1
     try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a fault on a cut file ends it: no core file
         _keep_only([storage.fd, frames, notify])
         scan(storage, start, end, frames, notify)
         code = 0
