@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import signal
 import time
@@ -317,5 +318,26 @@ def test_a_file_cut_short_under_the_worker_is_read_by_the_daemon_to_where_it_end
     mine, handed = _with_worker(path, monkeypatch, 0.75, 4096)
     assert not handed or handed[-1] <= cut
     assert (mine.end, len(mine.index)) == (cut, 2799)
+    _assert_same(mine, _alone(path, monkeypatch))
+    _no_children_left()
+
+
+def test_a_block_that_cannot_be_read_leaves_the_rest_to_the_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never expected (the worker is our own code), but a block that does not unpack must not fail
+    the open: the daemon reads on from the last block that did."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([HEADER, *(line(entry).rstrip(b"\n") for entry in chain(3000))]) + b"\n")
+    unpacked: list[int] = []
+    unpack_block = worker_module.unpack
+
+    def second_fails(body: bytes) -> Any:
+        unpacked.append(1)
+        if len(unpacked) == 2:
+            raise pickle.UnpicklingError("a damaged block")
+        return unpack_block(body)
+
+    monkeypatch.setattr(worker_module, "unpack", second_fails)
+    mine, handed = _with_worker(path, monkeypatch, 0.75, 4096)
+    assert len(handed) == 1
     _assert_same(mine, _alone(path, monkeypatch))
     _no_children_left()

@@ -2,13 +2,14 @@
 daemon scans the earlier one, so a cold open uses two cores.
 
 Decoding every line is most of a cold open, and one interpreter cannot do it on two cores. The
-worker is a fork of the daemon (nothing to start or import): it reads the session through the
-descriptor the daemon already opened and checked (never a path), takes whole lines from `start` on
-in blocks, and hands over each block's index columns (`packed_columns`) as soon as they are decoded.
+worker is a fork of the daemon (nothing to start or import): it maps the session through the
+descriptor the daemon already opened and checked (never a path) and only reads it, takes whole lines
+from `start` on in blocks, and hands over each block's index columns (`packed_columns`) as soon as
+they are decoded.
 It stops at the first line that is not an entry in pi's usual shape (blank, torn, a second header,
 odd field types) and says where: the daemon takes in that line, and all after it, itself, exactly
-as a scan alone does. If the worker cannot start, dies or falls silent, the daemon scans the rest
-itself; what arrived whole is kept.
+as a scan alone does. If the worker cannot start, dies, falls silent or finds the file cut short,
+the daemon scans the rest itself; what arrived whole is kept.
 
 Handing over: each packed block is written to a memory file (so the worker never waits for the
 daemon, which is busy with its own part), then a notice on a pipe: `B` and the 8-byte offset in
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import pickle
 import resource
 import select
 import signal
@@ -38,7 +40,7 @@ MIN_BYTES = 48 * 1024 * 1024  # below this the daemon's own part would be over b
 SETTING = "SESSIONTREE_SCAN_WORKER"  # the bytes from which a worker is forked; "0": never
 # The worker's part of the bytes to scan, by the length of a line: the daemon indexes every entry
 # the worker decodes, so the more entries a megabyte holds, the more bytes the worker takes. Best
-# measured (2 cores): 0.75 at ~1,350 bytes a line (100,000 entries of bench data), 0.85 at ~500.
+# measured (2 cores): 0.75 at ~1,350 bytes a line (100,000 entries of bench data), 0.85-0.86 at ~500.
 SHARE_LONG_LINES, SHARE_SHORT_LINES = 0.75, 0.86
 LONG_LINE, SHORT_LINE = 1350, 500
 SHARE: float | None = None  # fixed instead, for tests
@@ -102,7 +104,11 @@ class ScanWorker:
             if notice[:1] == _STOP:
                 self.stopped_at = value
                 return
-            block = unpack(_pread_all(self.frames, self._read_to, value - self._read_to))
+            try:
+                block = unpack(_pread_all(self.frames, self._read_to, value - self._read_to))
+            except (EOFError, ValueError, TypeError, pickle.UnpicklingError) as exc:  # never, unless a bug
+                self.failure = f"a block could not be read: {exc}"
+                return
             self._read_to = value
             yield block
             self.stopped_at = block.end
