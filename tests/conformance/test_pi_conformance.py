@@ -353,8 +353,13 @@ class DaemonRun:
         self.clock_script.append(res["timestamp"])
         return res["id"]
 
+    def _header_of(self, sid: str, path: str) -> dict[str, Any]:
+        """The new session's header, as the file holds it."""
+        header: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8").split("\n", 1)[0])
+        return header
+
     def _new_file(self, sid: str, path: str) -> dict[str, Any]:
-        header = json.loads(Path(path).read_text(encoding="utf-8").split("\n", 1)[0])
+        header = self._header_of(sid, path)
         self.session_id_script.append(header["id"])
         self.clock_script.append(header["timestamp"])
         self.files.append(path)

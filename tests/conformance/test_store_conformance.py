@@ -247,14 +247,9 @@ class StoreRun(DaemonRun):
     """A scenario run by a daemon that keeps its sessions in PostgreSQL: there are no files to
     read, so what DaemonRun reads from them is asked of the daemon."""
 
-    def _new_file(self, sid: str, path: str) -> dict[str, Any]:
-        header = self.daemon.request("session/info", {"sessionId": sid})["header"]
-        self.session_id_script.append(header["id"])
-        self.clock_script.append(header["timestamp"])
-        self.files.append(path)
-        self.current = len(self.files) - 1
-        self.sids[self.current] = sid
-        return {"file": path, "sessionId": header["id"], "header": header}
+    def _header_of(self, sid: str, path: str) -> dict[str, Any]:
+        header: dict[str, Any] = self.daemon.request("session/info", {"sessionId": sid})["header"]
+        return header
 
     def op_createBranchedSession(self, op: dict[str, Any]) -> Any:
         known = {e["id"] for e in all_entries(self.daemon, self.sid)}

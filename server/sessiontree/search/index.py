@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from ..errors import InvalidParams, StorageError
+from ..errors import StorageError
 from . import query as q
 from .database import Database, is_corrupt
 from .leafpath import PATH_FROM_LAST
@@ -117,12 +117,8 @@ class SearchIndex:
         """A page of hits, best first. `leaf_path(path)` gives the entry ids on the path of an
         open session's current leaf (None: not open); for other sessions the leaf is the last
         entry in file order, as pi loads it, and the path comes from the index."""
-        expression = q.compile_query(query, syntax)
-        filters = q.filters_of(cwd, session, roles, types, since_ms, until_ms)
-        if type(limit) is not int or not 1 <= limit <= q.MAX_LIMIT:
-            raise InvalidParams(f"invalid params: limit must be an integer from 1 to {q.MAX_LIMIT}", field="limit")
-        key = q.query_key(expression, filters)
-        position = q.decode_cursor(cursor, key) if cursor is not None else None
+        request = q.request_of(query, syntax, cwd, session, roles, types, since_ms, until_ms, limit, cursor)
+        expression, filters, key, position = request.expression, request.filters, request.key, request.position
         db = self._db.reader()
         try:
             db.execute("BEGIN")  # one snapshot for every step of the page

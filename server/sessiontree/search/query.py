@@ -157,6 +157,37 @@ def filters_of(
     return Filters(scrub(cwd), scrub(session), _strings("roles", roles), _strings("types", types), since_ms, until_ms)
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A search request checked and compiled, as every store takes it."""
+
+    expression: str
+    filters: Filters
+    key: str  # what a cursor must belong to
+    position: Position | None  # where the page starts (None: the first page)
+
+
+def request_of(
+    query: str,
+    syntax: Syntax,
+    cwd: str | None,
+    session: str | None,
+    roles: Sequence[str] | None,
+    types: Sequence[str] | None,
+    since_ms: int | None,
+    until_ms: int | None,
+    limit: int,
+    cursor: str | None,
+) -> Request:
+    """Check a search's params in one order for every store (the same bad input, the same error)."""
+    expression = compile_query(query, syntax)
+    filters = filters_of(cwd, session, roles, types, since_ms, until_ms)
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidParams(f"invalid params: limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    key = query_key(expression, filters)
+    return Request(expression, filters, key, decode_cursor(cursor, key) if cursor is not None else None)
+
+
 def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None

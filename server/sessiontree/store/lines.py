@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 
 from .storage import Storage
@@ -74,7 +75,7 @@ class LineBlocks(_Span):
                     return
                 chunk *= 2  # a line longer than a block: read it whole
                 continue
-            ends = _line_ends(block, last)
+            ends = line_ends(block, last)
             yield position, block, ends
             position += last + 1
             if len(block) < want:  # short read: the file shrank
@@ -85,10 +86,10 @@ class LineBlocks(_Span):
         self.done = True
 
 
-def _line_ends(block: bytes, last: int) -> list[int]:
+def line_ends(block: bytes | mmap.mmap, last: int, at: int = 0) -> list[int]:
+    """The positions of the line ends in `block` from `at` to `last` (a line end)."""
     ends: list[int] = []
     find, append = block.find, ends.append
-    at = 0
     while at <= last:
         at = find(b"\n", at)
         append(at)

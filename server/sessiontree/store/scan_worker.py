@@ -32,7 +32,7 @@ from contextlib import suppress
 from types import TracebackType
 
 from ..entries import skeleton_columns, skeletons
-from .lines import CHUNK
+from .lines import CHUNK, line_ends
 from .packed_columns import BlockColumns, pack, unpack
 from .storage import FileStorage
 
@@ -245,7 +245,7 @@ def _mapped_blocks(fd: int, start: int, end: int, chunk: int) -> Iterator[tuple[
     copied (a fifth of a worker's time at 100,000 entries). Only the worker maps the file: if
     another program cut it meanwhile, the fault ends the worker, and the daemon reads on itself."""
     mapped = mmap.mmap(fd, end, access=mmap.ACCESS_READ)  # never unmapped: the worker exits after
-    view, find = memoryview(mapped), mapped.find
+    view = memoryview(mapped)
     position = start
     while position < end:
         last = mapped.rfind(b"\n", position, min(position + chunk, end))
@@ -254,12 +254,7 @@ def _mapped_blocks(fd: int, start: int, end: int, chunk: int) -> Iterator[tuple[
                 return
             chunk *= 2  # a line longer than a block: take it whole
             continue
-        ends: list[int] = []
-        at = position
-        while at <= last:
-            at = find(b"\n", at, last + 1)
-            ends.append(at - position)
-            at += 1
+        ends = [at - position for at in line_ends(mapped, last, position)]
         yield position, view[position : last + 1], ends
         position = last + 1
 

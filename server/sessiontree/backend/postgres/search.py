@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from ... import jsonfmt
-from ...errors import InvalidParams
 from ...search import RANK_WINDOW, LeafPath, RefreshStats, SearchHit, SearchPage, Syntax
 from ...search import query as q
 from ...search.refresh import _entry_row as entry_row  # the file store's rows: the same entries, the same text
@@ -101,12 +100,8 @@ class PostgresSearch:
         cursor: str | None = None,
         leaf_path: LeafPath | None = None,
     ) -> SearchPage:
-        expression = q.compile_query(query, syntax)
-        filters = q.filters_of(cwd, session, roles, types, since_ms, until_ms)
-        if type(limit) is not int or not 1 <= limit <= q.MAX_LIMIT:
-            raise InvalidParams(f"invalid params: limit must be an integer from 1 to {q.MAX_LIMIT}", field="limit")
-        key = q.query_key(expression, filters)
-        position = q.decode_cursor(cursor, key) if cursor is not None else None
+        request = q.request_of(query, syntax, cwd, session, roles, types, since_ms, until_ms, limit, cursor)
+        expression, filters, key, position = request.expression, request.filters, request.key, request.position
         compiled = compile_expression(query, expression)
         if compiled.match is None or filters.empty:
             return SearchPage()
