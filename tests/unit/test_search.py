@@ -902,3 +902,27 @@ def test_the_path_matches_the_daemons_own_walk(root: Path, index: SearchIndex, c
     with sqlite3.connect(index.path) as db:
         flagged = {row[0] for row in db.execute("SELECT entry_id FROM entries WHERE on_path = 1")}
     assert flagged == expected
+
+
+# --------------------------------------------------------------------------- a query stays inside its group
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["x ) OR ( x", "x )\0 ) OR ( x", "( x", "x )", '"x ) OR ( x', "x\x0c", "NEAR(x y) ) OR (x"],
+)
+def test_a_query_that_leaves_its_group_is_refused(root: Path, index: SearchIndex, query: str) -> None:
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="x y"))
+    index.refresh(root)
+    with pytest.raises(InvalidParams) as caught:
+        index.search(query, cwd="/elsewhere")
+    assert caught.value.data["field"] == "query"
+
+
+def test_a_nul_in_a_query_is_a_space(root: Path, index: SearchIndex) -> None:
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="x y"))
+    index.refresh(root)
+    for syntax in ("fts", "plain"):
+        assert ids(index.search("x\0y", syntax=syntax)) == ["e1"]
+        assert ids(index.search('"x\0y"', syntax="fts")) == ["e1"]
+        assert index.search("x )\0", syntax="plain", cwd="/elsewhere").hits == []

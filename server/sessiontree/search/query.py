@@ -3,7 +3,8 @@
 The syntax is FTS5's own: terms are ANDed, `"a phrase"`, `prefix*`, `AND`, `OR`, `NOT`,
 `NEAR(a b, 5)`, parentheses, `^` for the first token. `plain` syntax quotes every
 whitespace-separated term (a trailing `*` still asks for a prefix), so text typed into a search
-box never is a syntax error.
+box never is a syntax error. Either way the expression is rebuilt from its tokens and must be
+self-contained (`expression.py`): the filters ANDed to it bind to all of it.
 
 Filters by session, cwd, role and type are tokens ANDed into the match (see `text.py`); the time
 range is checked on each match. Ranking is bm25 (of the text) within windows of matches: the
@@ -28,6 +29,7 @@ from typing import Any, Final
 from .. import jsonfmt
 from ..errors import InvalidParams
 from .database import TOKENIZER
+from .expression import QuerySyntaxError, self_contained
 from .model import Syntax
 from .text import CLOSE_MARK, META_MARK, OPEN_MARK, cwd_token, file_token, role_token, scrub, type_token
 
@@ -46,8 +48,12 @@ def compile_query(query: str, syntax: Syntax) -> str:
         raise InvalidParams(f'invalid params: syntax must be "fts" or "plain", got {syntax!r}', field="syntax")
     if not isinstance(query, str) or not query.strip():
         raise InvalidParams("invalid params: the search query is empty", field="query")
-    query = scrub(query)
+    query = scrub(query).replace("\0", " ")  # the tokenizer cuts words at a NUL, as at a space
     expression = plain_expression(query) if syntax == "plain" else query
+    try:
+        expression = self_contained(expression)
+    except QuerySyntaxError as exc:
+        raise _syntax_error(query, str(exc)) from None
     _check_syntax(expression, query)
     return expression
 
@@ -70,10 +76,14 @@ def _check_syntax(expression: str, query: str) -> None:
         probe.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, meta, tokenize='{TOKENIZER}')")
         probe.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (scoped(expression, Filters(), [0]),)).fetchall()
     except sqlite3.Error as exc:
-        hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
-        raise InvalidParams(f"invalid search query {query!r}: {exc}{hint}", field="query", got=query) from None
+        raise _syntax_error(query, str(exc)) from None
     finally:
         probe.close()
+
+
+def _syntax_error(query: str, why: str) -> InvalidParams:
+    hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
+    return InvalidParams(f"invalid search query {query!r}: {why}{hint}", field="query", got=query)
 
 
 # --------------------------------------------------------------------------- filters

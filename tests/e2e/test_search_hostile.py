@@ -1,0 +1,100 @@
+"""session/search against hostile input, over stdio: queries that try to leave the filters,
+params of the wrong type, a shutdown or end of input while the index is being refreshed, a
+damaged index, and several daemons making one index at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.daemon import Calls, RawDaemon
+from support.messages import assistant, entry, user
+from support.sessions import write_session
+
+PROJECT = "/home/user/project"
+OTHER = "/home/user/other"
+
+
+@pytest.fixture
+def searching(start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path) -> Calls:
+    daemon = start_daemon("--sessions-dir", str(sessions_dir))
+    daemon.initialize({"indexDir": str(tmp_path / "index")})
+    return Calls(daemon)
+
+
+def _two_projects(sessions_dir: Path) -> None:
+    """Every filter has something on each side: two cwds and sessions, three roles, two types, two times."""
+    write_session(
+        sessions_dir,
+        PROJECT,
+        "inside",
+        user("i1", None, "needle here", second=10),
+        assistant("i2", "i1", "needle here", second=20),
+        entry("branch_summary", "i3", "i2", 30, fromId="i1", summary="needle here"),
+        session_id="sid-inside",
+    )
+    write_session(
+        sessions_dir,
+        OTHER,
+        "outside",
+        user("o1", None, "needle here", second=1000),
+        assistant("o2", "o1", "needle here", second=1010),
+        entry("compaction", "o3", "o2", 1020, summary="needle here", firstKeptEntryId="o1", tokensBefore=1),
+        session_id="sid-outside",
+    )
+
+
+# Each filter, and what every hit it lets through must be.
+FILTERS: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = [
+    ({"cwd": PROJECT}, lambda hit: hit["cwd"] == PROJECT),
+    ({"session": "sid-inside"}, lambda hit: hit["sessionId"] == "sid-inside"),
+    ({"roles": ["assistant"]}, lambda hit: hit["role"] == "assistant"),
+    ({"types": ["branch_summary"]}, lambda hit: hit["type"] == "branch_summary"),
+    ({"since": "2025-01-01T00:16:00.000Z"}, lambda hit: hit["timestamp"] >= "2025-01-01T00:16:00.000Z"),
+    ({"until": "2025-01-01T00:16:00.000Z"}, lambda hit: hit["timestamp"] < "2025-01-01T00:16:00.000Z"),
+]
+
+# Every form of query the syntax has, and forms that try to close the group they are put in.
+QUERIES = [
+    "needle",
+    "needle here",
+    '"needle here"',
+    "needl*",
+    "needle OR nothing",
+    "needle NOT nothing",
+    "NEAR(needle here, 2)",
+    "text : needle",
+    "{text meta} : needle",
+    "^needle",
+    "( needle )",
+    "needle ) OR ( needle",
+    "needle ) OR needle OR ( needle",
+    '"needle" ) OR ( "needle"',
+    "needl* ) OR ( needl*",
+    "NEAR(needle here) ) OR ( needle",
+    "{text meta} : needle ) OR ( needle",
+    "needle ) AND ( needle ) OR ( needle",
+    "needle )\0 ) OR ( needle",
+    "needle )\0",
+    '"needle )" OR ( needle',
+    "needle OR ( needle ) ) OR ( ( needle",
+]
+
+
+@pytest.mark.parametrize("syntax", ["fts", "plain"])
+def test_no_query_leaves_any_filter(searching: Calls, sessions_dir: Path, syntax: str) -> None:
+    _two_projects(sessions_dir)
+    for filters, allowed in FILTERS:
+        for query in QUERIES:
+            response = searching.answer("session/search", {"query": query, "syntax": syntax, "limit": 500, **filters})
+            if "error" in response:
+                assert syntax == "fts" and response["error"]["code"] == -32602, (query, filters, response)
+                continue
+            hits = response["result"]["hits"]
+            escaped = [hit["entryId"] for hit in hits if not allowed(hit)]
+            assert escaped == [], (query, syntax, filters)
+            if ")" not in query and syntax == "fts" and "\0" not in query:
+                assert hits, (query, filters)  # a plain query of the syntax finds what the filter lets through
