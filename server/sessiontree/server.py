@@ -71,6 +71,7 @@ class Daemon(LspServer):
         self._service: SessionService | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._watcher: Watcher | None = None
+        self._closed = False  # on_close ran: a search whose refresh ends now must not reopen the index
 
     @property
     def service(self) -> SessionService:
@@ -104,6 +105,9 @@ class Daemon(LspServer):
         self.on_close()  # every lock released, every index saved, before `shutdown` is answered
 
     def on_close(self) -> None:
+        """Closing the search index stops a refresh under way in a worker thread and waits for it
+        (see SearchIndex.close): a connection closed under a running statement crashes SQLite."""
+        self._closed = True
         if self._watcher is not None:
             self._watcher.stop()
         if self._service is not None:
@@ -168,6 +172,8 @@ class Daemon(LspServer):
         finally:
             if progress is not None:
                 progress.end()
+        if self._closed:  # the daemon closed while the index was refreshed (end of input)
+            raise asyncio.CancelledError
         return self.service.search(params, indexed)
 
     async def compact(self, params: p.CompactParams) -> p.CommitCompactionResult:

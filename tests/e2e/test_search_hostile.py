@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from support.daemon import Calls, RawDaemon
+from support.daemon import Calls, RawDaemon, request
 from support.messages import assistant, entry, user
 from support.sessions import write_session
 
@@ -20,9 +20,20 @@ OTHER = "/home/user/other"
 
 @pytest.fixture
 def searching(start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path) -> Calls:
+    return Calls(_started(start_daemon, sessions_dir, tmp_path / "index"))
+
+
+STARTUP_TIMEOUT = 60.0  # a daemon starting on a loaded machine: bounded apart from the answers
+
+
+def _started(start_daemon: Callable[..., RawDaemon], sessions_dir: Path, index_dir: Path) -> RawDaemon:
+    """A daemon initialized with `index_dir`, its start-up waited for on its own bound."""
     daemon = start_daemon("--sessions-dir", str(sessions_dir))
-    daemon.initialize({"indexDir": str(tmp_path / "index")})
-    return Calls(daemon)
+    params = {"processId": None, "capabilities": {}, "initializationOptions": {"indexDir": str(index_dir)}}
+    daemon.send_message(request(0, "initialize", params))
+    assert "result" in daemon.next(timeout=STARTUP_TIMEOUT)
+    daemon.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return daemon
 
 
 def _two_projects(sessions_dir: Path) -> None:
@@ -98,3 +109,43 @@ def test_no_query_leaves_any_filter(searching: Calls, sessions_dir: Path, syntax
             assert escaped == [], (query, syntax, filters)
             if ")" not in query and syntax == "fts" and "\0" not in query:
                 assert hits, (query, filters)  # a plain query of the syntax finds what the filter lets through
+
+
+# --------------------------------------------------------------------------- ending during a refresh
+
+
+def _big_sessions(sessions_dir: Path, count: int = 12) -> None:
+    """Enough to keep a first refresh busy for a while, in long batches of rows (4 MiB each)."""
+    for number in range(count):
+        entries, parent = [], None
+        for n in range(3000):
+            entries.append(user(f"e{n:07d}", parent, f"needle {number} {n} " + "word " * 200, second=n))
+            parent = f"e{n:07d}"
+        write_session(sessions_dir, PROJECT, f"s{number:04d}", *entries)
+
+
+@pytest.mark.parametrize("ending", ["shutdown", "stdin"])
+def test_ending_while_a_search_refreshes_the_index_is_clean(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path, ending: str
+) -> None:
+    _big_sessions(sessions_dir)
+    for attempt in range(8):
+        daemon = _started(start_daemon, sessions_dir, tmp_path / f"index-{attempt}")  # a fresh index: a long refresh
+        params = {"query": "needle", "workDoneToken": "refresh"}
+        daemon.send_message({"jsonrpc": "2.0", "id": "search", "method": "session/search", "params": params})
+        while daemon.next(timeout=30).get("params", {}).get("value", {}).get("kind") != "report":
+            pass  # the first file is indexed: the refresh is under way
+        if ending == "shutdown":
+            daemon.send_message({"jsonrpc": "2.0", "id": "shutdown", "method": "shutdown"})
+            answers = {}
+            while "shutdown" not in answers:
+                message = daemon.next(timeout=30)
+                if "id" in message and "method" not in message:
+                    answers[message["id"]] = message
+            assert answers["shutdown"].get("result", "missing") is None, answers
+            daemon.send_message({"jsonrpc": "2.0", "method": "exit"})
+        else:
+            daemon.close_stdin()
+        code = daemon.wait(timeout=60)
+        assert code == (0 if ending == "shutdown" else 1), (attempt, code, daemon.stderr)
+        assert "Traceback" not in daemon.stderr, daemon.stderr

@@ -926,3 +926,33 @@ def test_a_nul_in_a_query_is_a_space(root: Path, index: SearchIndex) -> None:
         assert ids(index.search("x\0y", syntax=syntax)) == ["e1"]
         assert ids(index.search('"x\0y"', syntax="fts")) == ["e1"]
         assert index.search("x )\0", syntax="plain", cwd="/elsewhere").hits == []
+
+
+def test_closing_while_another_thread_refreshes_stops_it_first(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh_module, "_COMMIT_BYTES", 2000)
+    for n in range(20):
+        many(root, 50, name=f"s{n:02d}")
+    database = tmp_path / "search.sqlite3"
+    for _ in range(5):
+        database.unlink(missing_ok=True)
+        index = SearchIndex(database)
+        under_way = threading.Event()
+        outcome: list[Any] = []
+
+        def refresh(index: SearchIndex = index, under_way: threading.Event = under_way, out: list[Any] = outcome) -> None:
+            try:
+                out.append(index.refresh(root, progress=lambda done, total: under_way.set()))
+            except BaseException as exc:  # reported below
+                out.append(exc)
+
+        worker = threading.Thread(target=refresh)
+        worker.start()
+        assert under_way.wait(30)
+        index.close()  # returns only once the refresh let go of the connection
+        assert not worker.is_alive() or worker.join(30) is None
+        assert len(outcome) == 1 and not isinstance(outcome[0], BaseException), outcome
+        with SearchIndex(database) as again:  # what was committed is whole; the rest follows
+            again.refresh(root)
+            assert len(all_hits(again, "needle", limit=500)) == 1000
