@@ -149,3 +149,23 @@ def test_ending_while_a_search_refreshes_the_index_is_clean(
         code = daemon.wait(timeout=60)
         assert code == (0 if ending == "shutdown" else 1), (attempt, code, daemon.stderr)
         assert "Traceback" not in daemon.stderr, daemon.stderr
+
+
+# --------------------------------------------------------------------------- daemons making one index at once
+
+
+def test_daemons_making_one_fresh_index_at_once_all_search(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path
+) -> None:
+    _two_projects(sessions_dir)
+    for attempt in range(3):
+        shared = tmp_path / f"index-{attempt}"  # fresh each time: every daemon finds no database
+        daemons = [_started(start_daemon, sessions_dir, shared) for _ in range(4)]
+        for daemon in daemons:  # as close together as the pipes allow
+            daemon.send_message({"jsonrpc": "2.0", "id": "s", "method": "session/search", "params": {"query": "needle"}})
+        for daemon in daemons:
+            answer = daemon.next(timeout=60)
+            assert "result" in answer, (attempt, answer)
+            assert len(answer["result"]["hits"]) == 6
+        for daemon in daemons:
+            daemon.kill()
