@@ -36,6 +36,7 @@ from .errors import InvalidParams
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
+from .search.query import check_wire_params
 from .service import ServiceConfig, SessionService
 from .watch import Watcher
 
@@ -195,6 +196,8 @@ class Handler:
     # A `SessionService` method taking the params of requests in a row and returning, per request,
     # its result or the error that fails it (see rpc/endpoint.py): for requests pipelined together.
     batch: Callable[[Any, list[Any]], list[Any]] | None = None
+    # A check of the raw params before they are structured (which would take a string for a list).
+    check: Callable[[Any], Any] | None = None
 
 
 # Every method of protocol.METHODS, once (a test holds the two tables in step).
@@ -210,7 +213,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/treeView": Handler(p.TreeViewParams, SessionService.tree_view),
     "session/export": Handler(p.ExportParams, SessionService.export),
     "session/stats": Handler(p.StatsParams, SessionService.stats),
-    "session/search": Handler(p.SearchParams, Daemon.search, daemon=True),
+    "session/search": Handler(p.SearchParams, Daemon.search, daemon=True, check=check_wire_params),
     "session/entries": Handler(p.EntriesParams, SessionService.entries),
     "session/branch": Handler(p.BranchParams, SessionService.branch),
     "session/fork": Handler(p.ForkParams, SessionService.fork),
@@ -232,15 +235,16 @@ def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
     """The endpoint's handler for `method`: parse the raw params, make the call, unstructure."""
     target = daemon if handler.daemon else daemon.service
     call = handler.call
+    check = handler.check or (lambda params: params)
     if inspect.iscoroutinefunction(call):
 
         async def run_async(params: Any) -> Any:
-            return to_wire(await call(target, parse_params(method, params)))
+            return to_wire(await call(target, parse_params(method, check(params))))
 
         return run_async
 
     def run(params: Any) -> Any:
-        return to_wire(call(target, parse_params(method, params)))
+        return to_wire(call(target, parse_params(method, check(params))))
 
     return run
 

@@ -169,3 +169,50 @@ def test_daemons_making_one_fresh_index_at_once_all_search(
             assert len(answer["result"]["hits"]) == 6
         for daemon in daemons:
             daemon.kill()
+
+
+# --------------------------------------------------------------------------- params
+
+
+BAD_PARAMS: list[tuple[dict[str, Any], str]] = [
+    ({"query": 3}, "query"),
+    ({"query": None}, "query"),
+    ({}, "query"),
+    ({"query": "needle", "syntax": 1}, "syntax"),
+    ({"query": "needle", "syntax": "regex"}, "syntax"),
+    ({"query": "needle", "cwd": ["/home/user/project"]}, "cwd"),
+    ({"query": "needle", "cwd": "/home/user/project\0"}, "cwd"),
+    ({"query": "needle", "session": 7}, "session"),
+    ({"query": "needle", "session": "sid-inside\0"}, "session"),
+    ({"query": "needle", "roles": "user"}, "roles"),
+    ({"query": "needle", "roles": {"user": 1}}, "roles"),
+    ({"query": "needle", "roles": [1]}, "roles"),
+    ({"query": "needle", "roles": ["user\0"]}, "roles"),
+    ({"query": "needle", "types": "message"}, "types"),
+    ({"query": "needle", "types": [None]}, "types"),
+    ({"query": "needle", "since": 5}, "since"),
+    ({"query": "needle", "until": "yesterday"}, "until"),
+    ({"query": "needle", "limit": "20"}, "limit"),
+    ({"query": "needle", "limit": True}, "limit"),
+    ({"query": "needle", "limit": 2.5}, "limit"),
+    ({"query": "needle", "limit": 0}, "limit"),
+    ({"query": "needle", "cursor": 1}, "cursor"),
+    ({"query": "needle", "cursor": "nonsense"}, "cursor"),
+    ({"query": "needle", "workDoneToken": [1]}, "workDoneToken"),
+]
+
+
+def test_a_param_of_the_wrong_type_is_invalid_params_naming_it(searching: Calls, sessions_dir: Path) -> None:
+    _two_projects(sessions_dir)
+    for params, field in BAD_PARAMS:
+        error = searching.error("session/search", params)
+        assert error["code"] == -32602 and error["data"]["field"] == field, (params, error)
+
+
+def test_null_is_the_default_for_every_optional_param(searching: Calls, sessions_dir: Path) -> None:
+    _two_projects(sessions_dir)
+    default = searching.result("session/search", {"query": "needle"})
+    optional = ["syntax", "cwd", "session", "roles", "types", "since", "until", "limit", "cursor", "workDoneToken"]
+    nulls = searching.result("session/search", {"query": "needle", **dict.fromkeys(optional)})
+    assert [hit["entryId"] for hit in nulls["hits"]] == [hit["entryId"] for hit in default["hits"]]
+    assert len(nulls["hits"]) == 6

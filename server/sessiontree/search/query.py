@@ -161,10 +161,59 @@ def filters_of(
     for name, text in (("cwd", cwd), ("session", session)):
         if text is not None and not isinstance(text, str):
             raise InvalidParams(f"invalid params: {name} must be a string, got {text!r}", field=name)
+        _no_nul(name, text)
     for name, value in (("since_ms", since_ms), ("until_ms", until_ms)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InvalidParams(f"invalid params: {name} must be an integer (Unix ms), got {value!r}", field=name)
     return Filters(scrub(cwd), scrub(session), _strings("roles", roles), _strings("types", types), since_ms, until_ms)
+
+
+# The params of `session/search` as JSON: each field's JSON types (besides null, which for every
+# optional field means "absent": the default). Checked before the params are structured, which
+# would otherwise take a string for a list of its characters.
+_WIRE_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "query": (str,),
+    "syntax": (str,),
+    "cwd": (str,),
+    "session": (str,),
+    "roles": (list,),
+    "types": (list,),
+    "since": (str,),
+    "until": (str,),
+    "limit": (int,),
+    "cursor": (str,),
+    "workDoneToken": (str, int),
+}
+_REQUIRED: Final = frozenset({"query"})
+
+
+def check_wire_params(params: Any) -> Any:
+    """`session/search`'s params with every null optional field left out (the default), or
+    InvalidParams naming the first field of the wrong JSON type; anything not an object as it is
+    (the structuring refuses it). One check for every store: it is the wire's."""
+    if not isinstance(params, dict):
+        return params
+    checked = {}
+    for name, value in params.items():
+        allowed = _WIRE_TYPES.get(name)
+        if allowed is None or (value is None and name not in _REQUIRED):
+            if allowed is None:
+                checked[name] = value  # an unknown field: the structuring says what it says of it
+            continue
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            kinds = " or ".join("a list of strings" if kind is list else _JSON_NAMES[kind] for kind in allowed)
+            raise InvalidParams(f"invalid params: {name} must be {kinds}, got {value!r}", field=name, got=value)
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise InvalidParams(f"invalid params: {name} must be a list of strings, got {value!r}", field=name, got=value)
+        checked[name] = value
+    if checked.get("syntax", "fts") not in ("fts", "plain"):
+        compile_query("", checked["syntax"])  # its error, naming the field
+    if "query" not in checked:
+        raise InvalidParams("invalid params: query is missing", field="query")
+    return checked
+
+
+_JSON_NAMES: Final = {str: "a string", int: "an integer"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +250,17 @@ def request_of(
 def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None
-    if isinstance(values, str) or not all(isinstance(value, str) for value in values):
+    if not isinstance(values, list | tuple) or not all(isinstance(value, str) for value in values):
         raise InvalidParams(f"invalid params: {name} must be a list of strings, got {values!r}", field=name)
+    for value in values:
+        _no_nul(name, value)
     return tuple(scrub(value) for value in values)
+
+
+def _no_nul(name: str, text: str | None) -> None:
+    """A path, id, role or type never holds a NUL: one there is a mistake, not a filter matching nothing."""
+    if text is not None and "\0" in text:
+        raise InvalidParams(f"invalid params: {name} holds a NUL character", field=name, got=text)
 
 
 # --------------------------------------------------------------------------- cursors
