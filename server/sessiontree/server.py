@@ -36,6 +36,7 @@ from .errors import InvalidParams
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
+from .search import IndexDamaged, RefreshStats
 from .search.query import check_wire_params
 from .service import ServiceConfig, SessionService
 from .watch import Watcher
@@ -150,9 +151,9 @@ class Daemon(LspServer):
     async def search(self, params: p.SearchParams) -> p.SearchResult:
         """The index is brought up to date first, in a worker thread, so the daemon answers other
         requests meanwhile; with a `workDoneToken`, `$/progress` as files are read. A cancelled
-        search stops the refresh between files (what it indexed is kept)."""
+        search stops the refresh between files (what it indexed is kept). A search that finds the
+        index damaged says so (`window/logMessage`), has it rebuilt and runs again, once."""
         loop = asyncio.get_running_loop()
-        stop = threading.Event()
         progress = None if params.work_done_token is None else self.progress(params.work_done_token)
         report = None
         if progress is not None:
@@ -166,16 +167,28 @@ class Daemon(LspServer):
                     loop.call_soon_threadsafe(lambda: progress.report(message=f"{done}/{total}", percentage=percent))
 
         try:
+            indexed = await self._refresh_search(report)
+            try:
+                return self.service.search(params, indexed)
+            except IndexDamaged as exc:
+                self.log_message(MessageType.WARNING, f"{exc.message}: rebuilding it now")
+                indexed = await self._refresh_search(report)
+                return self.service.search(params, indexed)
+        finally:
+            if progress is not None:
+                progress.end()
+
+    async def _refresh_search(self, report: Callable[[int, int], None] | None) -> RefreshStats:
+        """The index brought up to date in a worker thread; a cancel stops it between files."""
+        stop = threading.Event()
+        try:
             indexed = await asyncio.to_thread(self.service.refresh_search, report, stop.is_set)
         except asyncio.CancelledError:
             stop.set()
             raise
-        finally:
-            if progress is not None:
-                progress.end()
         if self._closed:  # the daemon closed while the index was refreshed (end of input)
             raise asyncio.CancelledError
-        return self.service.search(params, indexed)
+        return indexed
 
     async def compact(self, params: p.CompactParams) -> p.CommitCompactionResult:
         return await Summarizer(self, self.service, self.client_capabilities).compact(params)

@@ -216,3 +216,49 @@ def test_null_is_the_default_for_every_optional_param(searching: Calls, sessions
     nulls = searching.result("session/search", {"query": "needle", **dict.fromkeys(optional)})
     assert [hit["entryId"] for hit in nulls["hits"]] == [hit["entryId"] for hit in default["hits"]]
     assert len(nulls["hits"]) == 6
+
+
+# --------------------------------------------------------------------------- a damaged index
+
+
+def _all_hits(calls: Calls, query: str) -> tuple[int, list[dict[str, Any]]]:
+    """How many hits every page holds, and each page's `indexed`."""
+    found, cursor, indexed = 0, None, []
+    while True:
+        result = calls.result("session/search", {"query": query, "limit": 500, "cursor": cursor})
+        found += len(result["hits"])
+        indexed.append(result["indexed"])
+        cursor = result["cursor"]
+        if cursor is None:
+            return found, indexed
+
+
+@pytest.mark.parametrize("damage", ["zeroed-middle", "zeroed-quarter", "zeroed-end", "cut-half", "cut-end"])
+def test_a_damaged_index_is_rebuilt_never_an_empty_or_short_answer(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path, damage: str
+) -> None:
+    for number in range(30):
+        entries = [user(f"e{n:07d}", None, f"needle {n} " + f"word{n % 50} " * 30, second=n) for n in range(300)]
+        write_session(sessions_dir, PROJECT, f"s{number:02d}", *entries)
+    index_dir = tmp_path / "index"
+    first = _started(start_daemon, sessions_dir, index_dir)
+    assert _all_hits(Calls(first), "needle")[0] == 9000
+    Calls(first).result("shutdown", None)
+    first.send_message({"jsonrpc": "2.0", "method": "exit"})
+    assert first.wait(timeout=60) == 0
+    (database,) = index_dir.glob("search-*.sqlite3")
+    data = database.read_bytes()
+    size = len(data)
+    block = b"\0" * 65536
+    damaged = {
+        "zeroed-middle": data[: size // 2] + block + data[size // 2 + len(block) :],
+        "zeroed-quarter": data[: size // 4] + block + data[size // 4 + len(block) :],
+        "zeroed-end": data[: size - len(block)] + block,
+        "cut-half": data[: size // 2],
+        "cut-end": data[: size - len(block)],
+    }[damage]
+    database.write_bytes(damaged)
+    second = Calls(_started(start_daemon, sessions_dir, index_dir))
+    found, indexed = _all_hits(second, "needle")
+    assert found == 9000
+    assert indexed[0]["rebuilt"] is True  # said so

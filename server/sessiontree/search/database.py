@@ -82,6 +82,7 @@ class Database:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self.rebuilt = False  # the file found at open was damaged or of another layout, and made afresh
         self.writer = self._open_checked()
 
     # ------------------------------------------------------------------ connections
@@ -127,7 +128,7 @@ class Database:
             )
             try:
                 _configure(connection, cache_kib=64 * 1024)
-                if _layout_ok(connection):
+                if _layout_ok(connection) and _intact(connection):
                     return connection
             except sqlite3.DatabaseError as exc:
                 if not is_corrupt(exc) or attempt:
@@ -136,6 +137,7 @@ class Database:
             connection.close()
             log.warning("search index %s is damaged or of another layout; rebuilding it", self.path)
             _remove(self.path)
+            self.rebuilt = True
         raise RuntimeError("unreachable")  # the second attempt starts from no file
 
 
@@ -150,6 +152,14 @@ def _layout_ok(connection: sqlite3.Connection) -> bool:
         return False
     row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     return row is not None and row[0] == str(SCHEMA_VERSION)
+
+
+def _intact(connection: sqlite3.Connection) -> bool:
+    """SQLite's check of every page's structure (not of the rows' contents, nor of indexes
+    against tables): it finds pages zeroed or cut off, which queries may read as no rows without
+    an error. It reads the file once, so it runs once per open, in the refreshing thread."""
+    rows = connection.execute("PRAGMA quick_check").fetchall()
+    return rows == [("ok",)]
 
 
 def _connect(path: Path, cache_kib: int) -> sqlite3.Connection:

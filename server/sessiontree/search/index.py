@@ -90,7 +90,8 @@ class SearchIndex:
                     self._db.reset("is damaged")
                     rebuilt, files = True, None  # an empty index: every file, not only those asked for
                     continue
-                stats.rebuilt = rebuilt
+                stats.rebuilt = rebuilt or self._db.rebuilt
+                self._db.rebuilt = False
                 return stats
         raise AssertionError("unreachable")
 
@@ -143,8 +144,9 @@ class SearchIndex:
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc):
                 raise _storage_error(self.path, exc) from None
-            self._damaged = True
-            return SearchPage()
+            self._damaged = True  # never an empty page for a damaged file: the next refresh rebuilds
+            message = f"the search index {self.path} is damaged ({exc}); the next refresh rebuilds it"
+            raise IndexDamaged(message, path=str(self.path)) from None
 
     def _page(
         self,
@@ -264,6 +266,11 @@ class SearchIndex:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+class IndexDamaged(StorageError):
+    """A search found the index damaged: it answered nothing, and the next refresh rebuilds the
+    index (the daemon does so at once and searches again)."""
 
 
 def _storage_error(path: Path, exc: sqlite3.Error) -> StorageError:
