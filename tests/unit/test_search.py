@@ -967,3 +967,59 @@ def test_closing_while_another_thread_refreshes_stops_it_first(
         with SearchIndex(database) as again:  # what was committed is whole; the rest follows
             again.refresh(root)
             assert len(all_hits(again, "needle", limit=500)) == 1000
+
+
+# --------------------------------------------------------------------------- pi 1.6 entries
+
+
+def _pi16_session(root: Path) -> Path:
+    system = {
+        "role": "system",
+        "content": "You are a coding agent. needle in the prompt",
+        "sections": {"preamble": "needle preamble", "cwd": None},
+        "toolsAdded": [{"name": "read", "description": "needle read files", "parameters": {"type": "object"}}],
+        "toolsRemoved": [],
+        "timestamp": BASE_MS,
+    }
+    return write_session(
+        root,
+        PROJECT,
+        "pi16",
+        {"type": "message", "id": "sys1", "parentId": None, "timestamp": ts(0), "message": system},
+        message("u1", "sys1", 1, role="user", content="needle from the user"),
+        entry("context_edit", "ce1", "u1", 2, targetId="u1", replacement={"content": "redacted replacement words"}),
+        entry("context_edit", "ce2", "ce1", 3, targetId="u1", replacement=None),
+        {
+            **entry("usage", "us1", "ce2", 4, provider="anthropic", model="claude-warmer", note="needle warm note"),
+            "kind": "cache_warm",
+            "usage": {"input": 1, "output": 2},
+        },
+    )
+
+
+def test_system_prompts_are_searched_only_when_their_role_is_asked_for(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    assert ids(index.search("needle")) == ["u1"]  # every session repeats its prompt: not in a plain search
+    assert ids(index.search("preamble OR read")) == []
+    assert ids(index.search("needle", roles=["system"])) == ["sys1"]
+    assert sorted(ids(index.search("needle", roles=["system", "user"]))) == ["sys1", "u1"]
+    for words in ("prompt", "preamble", "files"):  # content, sections and the tools' declarations
+        assert ids(index.search(words, roles=["system"])) == ["sys1"], words
+    assert ids(index.search("needle", types=["message"])) == ["u1"]
+
+
+def test_a_context_edits_replacement_is_its_text(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    page = index.search("redacted replacement")
+    assert ids(page) == ["ce1"] and page.hits[0].type == "context_edit" and page.hits[0].role is None
+    assert ids(index.search("redacted", types=["context_edit"])) == ["ce1"]
+
+
+def test_usage_entries_are_not_indexed(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    for words in ("warm", "claude", "anthropic", "cache_warm"):
+        assert index.search(words, syntax="plain").hits == [], words
+        assert index.search(words, syntax="plain", roles=["system", "user"]).hits == [], words

@@ -7,7 +7,8 @@ box never is a syntax error. Either way the expression is rebuilt from its token
 self-contained (`expression.py`): the filters ANDed to it bind to all of it.
 
 Filters by session, cwd, role and type are tokens ANDed into the match (see `text.py`); the time
-range is checked on each match. Ranking is bm25 (of the text) within windows of matches: the
+range is checked on each match. Without `roles`, entries of the role `system` are left out (NOT
+their role's token): pi repeats its whole prompt in every session. Ranking is bm25 (of the text) within windows of matches: the
 newest `window` matches (by the order they were indexed, which follows the order they were
 written; counted before the time range) are ranked first, then the next older window, and so
 on. A query with fewer matches than a window (nearly every query) is ranked whole; one matching
@@ -31,7 +32,17 @@ from ..errors import InvalidParams
 from .database import TOKENIZER
 from .expression import QuerySyntaxError, self_contained
 from .model import Syntax
-from .text import CLOSE_MARK, META_MARK, OPEN_MARK, cwd_token, file_token, role_token, scrub, type_token
+from .text import (
+    CLOSE_MARK,
+    META_MARK,
+    OPEN_MARK,
+    SYSTEM_ROLE,
+    cwd_token,
+    file_token,
+    role_token,
+    scrub,
+    type_token,
+)
 
 MAX_LIMIT: Final = 500
 SNIPPET_TOKENS: Final = 20
@@ -136,7 +147,10 @@ def scoped(expression: str, filters: Filters, file_ids: Sequence[int] | None) ->
         parts.append(_any_of([role_token(role) for role in filters.roles]))
     if filters.types is not None:
         parts.append(_any_of([type_token(kind) for kind in filters.types]))
-    return " AND ".join(parts)
+    expression = " AND ".join(parts)
+    if filters.roles is None:  # system prompts, repeated in every session, only when asked for
+        expression += f" NOT {_any_of([role_token(SYSTEM_ROLE)])}"
+    return expression
 
 
 def _any_of(tokens: list[str]) -> str:
