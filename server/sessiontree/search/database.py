@@ -20,7 +20,7 @@ from typing import Final
 
 log = logging.getLogger("sessiontree.search")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # 2: pi 1.6 entries (context_edit text, system role)
 TOKENIZER: Final = "unicode61 remove_diacritics 2"
 _SIDE_FILES: Final = ("-wal", "-shm", "-journal")
 _CORRUPT_CODES: Final = frozenset({11, 26})  # SQLITE_CORRUPT (and its _VTAB variant), SQLITE_NOTADB
