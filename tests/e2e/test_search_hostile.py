@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from support.daemon import Calls, RawDaemon, request
-from support.messages import assistant, entry, user
+from support.messages import assistant, entry, line, user
 from support.sessions import write_session
 
 PROJECT = "/home/user/project"
@@ -262,3 +262,31 @@ def test_a_damaged_index_is_rebuilt_never_an_empty_or_short_answer(
     found, indexed = _all_hits(second, "needle")
     assert found == 9000
     assert indexed[0]["rebuilt"] is True  # said so
+
+
+def test_damage_a_running_daemons_search_meets_is_rebuilt_and_said(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path
+) -> None:
+    paths = []
+    for number in range(30):
+        entries = [user(f"e{n:07d}", None, f"needle {n} " + f"word{n % 50} " * 30, second=n) for n in range(300)]
+        paths.append(write_session(sessions_dir, PROJECT, f"s{number:02d}", *entries))
+    index_dir = tmp_path / "index"
+    daemon = _started(start_daemon, sessions_dir, index_dir)
+    calls = Calls(daemon)
+    assert _all_hits(calls, "needle")[0] == 9000
+    (database,) = index_dir.glob("search-*.sqlite3")
+    with database.open("r+b") as out:  # the disk damages pages the daemon's searches read
+        out.seek(database.stat().st_size // 2 // 4096 * 4096)
+        out.write(b"\0" * 65536)
+    with paths[0].open("ab") as out:  # an append: the next search writes, and reads the file afresh
+        out.write(line(user("late0001", None, "needle late", second=500)))
+    daemon.send_message(request("after", "session/search", {"query": "needle", "limit": 500}))
+    said = []
+    while (message := daemon.next(timeout=60)).get("id") != "after":
+        said.append(message)
+    assert "result" in message, message
+    assert len(message["result"]["hits"]) == 500  # the answer itself: not empty, not short
+    assert _all_hits(calls, "needle")[0] == 9001
+    warned = [m for m in said if m.get("method") == "window/logMessage" and "damaged" in m["params"]["message"]]
+    assert warned or message["result"]["indexed"]["rebuilt"], said  # said so, whichever step met it
