@@ -36,6 +36,8 @@ from .errors import InvalidParams
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
+from .search import IndexDamaged, RefreshStats
+from .search.query import check_wire_params
 from .service import ServiceConfig, SessionService
 from .watch import Watcher
 
@@ -71,6 +73,7 @@ class Daemon(LspServer):
         self._service: SessionService | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._watcher: Watcher | None = None
+        self._closed = False  # on_close ran: a search whose refresh ends now must not reopen the index
 
     @property
     def service(self) -> SessionService:
@@ -104,6 +107,9 @@ class Daemon(LspServer):
         self.on_close()  # every lock released, every index saved, before `shutdown` is answered
 
     def on_close(self) -> None:
+        """Closing the search index stops a refresh under way in a worker thread and waits for it
+        (see SearchIndex.close): a connection closed under a running statement crashes SQLite."""
+        self._closed = True
         if self._watcher is not None:
             self._watcher.stop()
         if self._service is not None:
@@ -145,9 +151,9 @@ class Daemon(LspServer):
     async def search(self, params: p.SearchParams) -> p.SearchResult:
         """The index is brought up to date first, in a worker thread, so the daemon answers other
         requests meanwhile; with a `workDoneToken`, `$/progress` as files are read. A cancelled
-        search stops the refresh between files (what it indexed is kept)."""
+        search stops the refresh between files (what it indexed is kept). A search that finds the
+        index damaged says so (`window/logMessage`), has it rebuilt and runs again, once."""
         loop = asyncio.get_running_loop()
-        stop = threading.Event()
         progress = None if params.work_done_token is None else self.progress(params.work_done_token)
         report = None
         if progress is not None:
@@ -161,14 +167,28 @@ class Daemon(LspServer):
                     loop.call_soon_threadsafe(lambda: progress.report(message=f"{done}/{total}", percentage=percent))
 
         try:
+            indexed = await self._refresh_search(report)
+            try:
+                return self.service.search(params, indexed)
+            except IndexDamaged as exc:
+                self.log_message(MessageType.WARNING, f"{exc.message}: rebuilding it now")
+                indexed = await self._refresh_search(report)
+                return self.service.search(params, indexed)
+        finally:
+            if progress is not None:
+                progress.end()
+
+    async def _refresh_search(self, report: Callable[[int, int], None] | None) -> RefreshStats:
+        """The index brought up to date in a worker thread; a cancel stops it between files."""
+        stop = threading.Event()
+        try:
             indexed = await asyncio.to_thread(self.service.refresh_search, report, stop.is_set)
         except asyncio.CancelledError:
             stop.set()
             raise
-        finally:
-            if progress is not None:
-                progress.end()
-        return self.service.search(params, indexed)
+        if self._closed:  # the daemon closed while the index was refreshed (end of input)
+            raise asyncio.CancelledError
+        return indexed
 
     async def compact(self, params: p.CompactParams) -> p.CommitCompactionResult:
         return await Summarizer(self, self.service, self.client_capabilities).compact(params)
@@ -189,6 +209,8 @@ class Handler:
     # A `SessionService` method taking the params of requests in a row and returning, per request,
     # its result or the error that fails it (see rpc/endpoint.py): for requests pipelined together.
     batch: Callable[[Any, list[Any]], list[Any]] | None = None
+    # A check of the raw params before they are structured (which would take a string for a list).
+    check: Callable[[Any], Any] | None = None
 
 
 # Every method of protocol.METHODS, once (a test holds the two tables in step).
@@ -204,7 +226,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/treeView": Handler(p.TreeViewParams, SessionService.tree_view),
     "session/export": Handler(p.ExportParams, SessionService.export),
     "session/stats": Handler(p.StatsParams, SessionService.stats),
-    "session/search": Handler(p.SearchParams, Daemon.search, daemon=True),
+    "session/search": Handler(p.SearchParams, Daemon.search, daemon=True, check=check_wire_params),
     "session/entries": Handler(p.EntriesParams, SessionService.entries),
     "session/branch": Handler(p.BranchParams, SessionService.branch),
     "session/fork": Handler(p.ForkParams, SessionService.fork),
@@ -226,15 +248,16 @@ def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
     """The endpoint's handler for `method`: parse the raw params, make the call, unstructure."""
     target = daemon if handler.daemon else daemon.service
     call = handler.call
+    check = handler.check or (lambda params: params)
     if inspect.iscoroutinefunction(call):
 
         async def run_async(params: Any) -> Any:
-            return to_wire(await call(target, parse_params(method, params)))
+            return to_wire(await call(target, parse_params(method, check(params))))
 
         return run_async
 
     def run(params: Any) -> Any:
-        return to_wire(call(target, parse_params(method, params)))
+        return to_wire(call(target, parse_params(method, check(params))))
 
     return run
 

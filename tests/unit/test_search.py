@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sessiontree.errors import InvalidParams, StorageError
-from sessiontree.search import SearchIndex, index_path, plain_expression
+from sessiontree.search import IndexDamaged, SearchIndex, index_path, plain_expression
 from sessiontree.search import refresh as refresh_module
 from sessiontree.search.database import SCHEMA_VERSION
 from sessiontree.store import FileStorage, Session, confined, migrate_file
@@ -295,6 +295,10 @@ def test_a_query_syntax_error_is_invalid_params(root: Path, index: SearchIndex, 
         ({"query": "x", "types": [1]}, "types"),
         ({"query": "x", "since_ms": "yesterday"}, "since_ms"),
         ({"query": "x", "cwd": 3}, "cwd"),
+        ({"query": "x", "cwd": "/home\0"}, "cwd"),
+        ({"query": "x", "session": "id\0"}, "session"),
+        ({"query": "x", "roles": ["user\0"]}, "roles"),
+        ({"query": "x", "types": {"message": 1}}, "types"),
         ({"query": "x", "cursor": "not a cursor"}, "cursor"),
         ({"query": "x", "cursor": "eyJ2IjoxfQ"}, "cursor"),
     ],
@@ -773,7 +777,9 @@ def test_a_loose_directory_and_file_are_made_private(tmp_path: Path) -> None:
     assert stat.S_IMODE((directory / "search.sqlite3").stat().st_mode) == 0o600
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "zeroed-page", "other-schema", "other-layout"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "truncated", "zeroed-page", "zeroed-block", "cut-short", "other-schema", "other-layout"]
+)
 def test_a_damaged_or_foreign_database_is_rebuilt(tmp_path: Path, root: Path, damage: str) -> None:
     path = many(root, 40)
     database = tmp_path / "search.sqlite3"
@@ -786,6 +792,10 @@ def test_a_damaged_or_foreign_database_is_rebuilt(tmp_path: Path, root: Path, da
         database.write_bytes(data[:1000])
     elif damage == "zeroed-page":
         database.write_bytes(data[:4096] + b"\0" * (len(data) - 4096))
+    elif damage == "zeroed-block":  # queries may read it as no rows, without an error
+        database.write_bytes(data[: len(data) // 2] + b"\0" * 8192 + data[len(data) // 2 + 8192 :])
+    elif damage == "cut-short":
+        database.write_bytes(data[: len(data) - 8192])
     elif damage == "other-schema":
         with sqlite3.connect(database) as db:
             db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION + 1),))
@@ -795,7 +805,7 @@ def test_a_damaged_or_foreign_database_is_rebuilt(tmp_path: Path, root: Path, da
             db.execute("CREATE TABLE something(x)")
     with SearchIndex(database) as index:
         stats = index.refresh(root)
-        assert stats.files_reindexed == 1 or stats.rebuilt
+        assert stats.rebuilt  # said so
         assert len(all_hits(index, "needle")) == 40
         assert indexed_rows(index) == expected_rows(path)
 
@@ -811,7 +821,8 @@ def test_damage_found_by_a_search_is_repaired_by_the_next_refresh(tmp_path: Path
             out.seek(4096)
             out.write(os.urandom(size - 4096))
         index._db.generation += 1  # a fresh reading connection: no page of the old file cached
-        assert index.search("needle").hits == []  # never an exception
+        with pytest.raises(IndexDamaged):  # never a silent empty page
+            index.search("needle")
         stats = index.refresh(root)
         assert stats.rebuilt and len(all_hits(index, "needle", limit=500)) == 300
 
@@ -902,3 +913,113 @@ def test_the_path_matches_the_daemons_own_walk(root: Path, index: SearchIndex, c
     with sqlite3.connect(index.path) as db:
         flagged = {row[0] for row in db.execute("SELECT entry_id FROM entries WHERE on_path = 1")}
     assert flagged == expected
+
+
+# --------------------------------------------------------------------------- a query stays inside its group
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["x ) OR ( x", "x )\0 ) OR ( x", "( x", "x )", '"x ) OR ( x', "x\x0c", "NEAR(x y) ) OR (x"],
+)
+def test_a_query_that_leaves_its_group_is_refused(root: Path, index: SearchIndex, query: str) -> None:
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="x y"))
+    index.refresh(root)
+    with pytest.raises(InvalidParams) as caught:
+        index.search(query, cwd="/elsewhere")
+    assert caught.value.data["field"] == "query"
+
+
+def test_a_nul_in_a_query_is_a_space(root: Path, index: SearchIndex) -> None:
+    write_session(root, PROJECT, "s", message("e1", None, 1, role="user", content="x y"))
+    index.refresh(root)
+    for syntax in ("fts", "plain"):
+        assert ids(index.search("x\0y", syntax=syntax)) == ["e1"]
+        assert ids(index.search('"x\0y"', syntax="fts")) == ["e1"]
+        assert index.search("x )\0", syntax="plain", cwd="/elsewhere").hits == []
+
+
+def test_closing_while_another_thread_refreshes_stops_it_first(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh_module, "_COMMIT_BYTES", 2000)
+    for n in range(20):
+        many(root, 50, name=f"s{n:02d}")
+    database = tmp_path / "search.sqlite3"
+    for _ in range(5):
+        database.unlink(missing_ok=True)
+        index = SearchIndex(database)
+        under_way = threading.Event()
+        outcome: list[Any] = []
+
+        def refresh(index: SearchIndex = index, under_way: threading.Event = under_way, out: list[Any] = outcome) -> None:
+            try:
+                out.append(index.refresh(root, progress=lambda done, total: under_way.set()))
+            except BaseException as exc:  # reported below
+                out.append(exc)
+
+        worker = threading.Thread(target=refresh)
+        worker.start()
+        assert under_way.wait(30)
+        index.close()  # returns only once the refresh let go of the connection
+        assert not worker.is_alive() or worker.join(30) is None
+        assert len(outcome) == 1 and not isinstance(outcome[0], BaseException), outcome
+        with SearchIndex(database) as again:  # what was committed is whole; the rest follows
+            again.refresh(root)
+            assert len(all_hits(again, "needle", limit=500)) == 1000
+
+
+# --------------------------------------------------------------------------- pi 1.6 entries
+
+
+def _pi16_session(root: Path) -> Path:
+    system = {
+        "role": "system",
+        "content": "You are a coding agent. needle in the prompt",
+        "sections": {"preamble": "needle preamble", "cwd": None},
+        "toolsAdded": [{"name": "read", "description": "needle read files", "parameters": {"type": "object"}}],
+        "toolsRemoved": [],
+        "timestamp": BASE_MS,
+    }
+    return write_session(
+        root,
+        PROJECT,
+        "pi16",
+        {"type": "message", "id": "sys1", "parentId": None, "timestamp": ts(0), "message": system},
+        message("u1", "sys1", 1, role="user", content="needle from the user"),
+        entry("context_edit", "ce1", "u1", 2, targetId="u1", replacement={"content": "redacted replacement words"}),
+        entry("context_edit", "ce2", "ce1", 3, targetId="u1", replacement=None),
+        {
+            **entry("usage", "us1", "ce2", 4, provider="anthropic", model="claude-warmer", note="needle warm note"),
+            "kind": "cache_warm",
+            "usage": {"input": 1, "output": 2},
+        },
+    )
+
+
+def test_system_prompts_are_searched_only_when_their_role_is_asked_for(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    assert ids(index.search("needle")) == ["u1"]  # every session repeats its prompt: not in a plain search
+    assert ids(index.search("preamble OR read")) == []
+    assert ids(index.search("needle", roles=["system"])) == ["sys1"]
+    assert sorted(ids(index.search("needle", roles=["system", "user"]))) == ["sys1", "u1"]
+    for words in ("prompt", "preamble", "files"):  # content, sections and the tools' declarations
+        assert ids(index.search(words, roles=["system"])) == ["sys1"], words
+    assert ids(index.search("needle", types=["message"])) == ["u1"]
+
+
+def test_a_context_edits_replacement_is_its_text(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    page = index.search("redacted replacement")
+    assert ids(page) == ["ce1"] and page.hits[0].type == "context_edit" and page.hits[0].role is None
+    assert ids(index.search("redacted", types=["context_edit"])) == ["ce1"]
+
+
+def test_usage_entries_are_not_indexed(root: Path, index: SearchIndex) -> None:
+    _pi16_session(root)
+    index.refresh(root)
+    for words in ("warm", "claude", "anthropic", "cache_warm"):
+        assert index.search(words, syntax="plain").hits == [], words
+        assert index.search(words, syntax="plain", roles=["system", "user"]).hits == [], words

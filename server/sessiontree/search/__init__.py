@@ -12,15 +12,18 @@ the index sidecars), brought up to date incrementally by `SearchIndex.refresh` a
 
 Errors are the daemon's own: `InvalidParams` (-32602) for a query, filter or cursor that is
 not valid, `StorageError` (-32017) when the database cannot be written at all. A damaged or
-outdated database is rebuilt, never an error.
+outdated database found at open (its layout, SQLite's `quick_check`) is rebuilt, never an error;
+damage a search meets is `IndexDamaged` (a StorageError), never an empty page, and the next
+refresh rebuilds the index.
 """
 
-from .index import RANK_WINDOW, LeafPath, SearchIndex, index_path
+from .index import RANK_WINDOW, IndexDamaged, LeafPath, SearchIndex, index_path
 from .model import RefreshStats, SearchHit, SearchPage, Syntax
 from .query import plain_expression
 
 __all__ = [
     "RANK_WINDOW",
+    "IndexDamaged",
     "LeafPath",
     "RefreshStats",
     "SearchHit",

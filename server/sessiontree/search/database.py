@@ -20,15 +20,19 @@ from typing import Final
 
 log = logging.getLogger("sessiontree.search")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # 2: pi 1.6 entries (context_edit text, system role)
 TOKENIZER: Final = "unicode61 remove_diacritics 2"
 _SIDE_FILES: Final = ("-wal", "-shm", "-journal")
 _CORRUPT_CODES: Final = frozenset({11, 26})  # SQLITE_CORRUPT (and its _VTAB variant), SQLITE_NOTADB
 _BUSY_SECONDS: Final = 30.0  # another daemon's refresh holds the write lock for one batch at most
 
+# Daemons sharing an index directory may all find it empty and make the tables at once: each makes
+# them in one transaction under SQLite's write lock (BEGIN IMMEDIATE), and every statement is a
+# no-op when a daemon before it made the same (IF NOT EXISTS, OR IGNORE), so the second creator
+# commits nothing instead of failing on "table meta already exists".
 _SCHEMA: Final = f"""
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
     file_id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
     kind INTEGER NOT NULL,         -- 0: no whole first line yet, 1: a session, 2: not a session
@@ -43,8 +47,8 @@ CREATE TABLE files(
     tail BLOB NOT NULL,
     last_entry TEXT                -- the last entry in file order: pi's leaf when it loads the file
 );
-CREATE INDEX files_by_session ON files(session_id);
-CREATE TABLE entries(
+CREATE INDEX IF NOT EXISTS files_by_session ON files(session_id);
+CREATE TABLE IF NOT EXISTS entries(
     rowid INTEGER PRIMARY KEY AUTOINCREMENT,  -- the FTS row too; never reused, so it orders indexing
     file_id INTEGER NOT NULL,
     entry_id TEXT,
@@ -57,9 +61,9 @@ CREATE TABLE entries(
     length INTEGER NOT NULL,
     on_path INTEGER NOT NULL DEFAULT 0        -- on the path from the file's last entry to the root
 );
-CREATE INDEX entries_by_id ON entries(file_id, entry_id);
-CREATE VIRTUAL TABLE fts USING fts5(text, meta, tokenize='{TOKENIZER}');  -- meta: filter tokens (text.py)
-INSERT INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}');
+CREATE INDEX IF NOT EXISTS entries_by_id ON entries(file_id, entry_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, meta, tokenize='{TOKENIZER}');  -- meta: filter tokens (text.py)
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}');
 """
 
 
@@ -78,6 +82,7 @@ class Database:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self.rebuilt = False  # the file found at open was damaged or of another layout, and made afresh
         self.writer = self._open_checked()
 
     # ------------------------------------------------------------------ connections
@@ -123,7 +128,7 @@ class Database:
             )
             try:
                 _configure(connection, cache_kib=64 * 1024)
-                if _layout_ok(connection):
+                if _layout_ok(connection) and _intact(connection):
                     return connection
             except sqlite3.DatabaseError as exc:
                 if not is_corrupt(exc) or attempt:
@@ -132,6 +137,7 @@ class Database:
             connection.close()
             log.warning("search index %s is damaged or of another layout; rebuilding it", self.path)
             _remove(self.path)
+            self.rebuilt = True
         raise RuntimeError("unreachable")  # the second attempt starts from no file
 
 
@@ -140,12 +146,20 @@ def _layout_ok(connection: sqlite3.Connection) -> bool:
     connection.execute("PRAGMA journal_mode=WAL")  # the first read of the file: NOTADB shows here
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables:
-        connection.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
-        return True
+        connection.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")  # safe when another makes it too
+        tables = {"meta"}
     if "meta" not in tables:
         return False
     row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     return row is not None and row[0] == str(SCHEMA_VERSION)
+
+
+def _intact(connection: sqlite3.Connection) -> bool:
+    """SQLite's check of every page's structure (not of the rows' contents, nor of indexes
+    against tables): it finds pages zeroed or cut off, which queries may read as no rows without
+    an error. It reads the file once, so it runs once per open, in the refreshing thread."""
+    rows = connection.execute("PRAGMA quick_check").fetchall()
+    return rows == [("ok",)]
 
 
 def _connect(path: Path, cache_kib: int) -> sqlite3.Connection:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
@@ -19,7 +20,10 @@ from .leafpath import PATH_FROM_LAST
 from .model import RefreshStats, SearchHit, SearchPage, Syntax
 from .refresh import Cancelled, Progress, Refresher
 
+log = logging.getLogger("sessiontree.search")
+
 RANK_WINDOW: Final = 10_000
+CLOSE_WAIT_SECONDS: Final = 10.0  # how long `close` waits for a refresh in another thread to stop
 
 LeafPath = Callable[[str], Set[str] | None]  # a session file's path -> the ids on its leaf's path, if known
 
@@ -41,7 +45,8 @@ class SearchIndex:
     def __init__(self, path: Path, rank_window: int = RANK_WINDOW) -> None:
         self.path = path
         self.rank_window = rank_window
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # held by a refresh, and by `close`
+        self._closing = threading.Event()  # set by `close`: a refresh under way stops
         self._damaged = False  # a search met a damaged file: the next refresh rebuilds
         try:
             self._db = Database(path)
@@ -64,20 +69,29 @@ class SearchIndex:
         """Bring the index up to date with the session files under `root` (resolved), or only
         with `files` (paths below it; those gone are dropped). `progress(done, total)` after
         each file; `cancelled()` is asked between files and batches: a cancelled refresh keeps
-        what it indexed (stats.cancelled)."""
+        what it indexed (stats.cancelled); so does one under way when the index is closed."""
+
+        def stopping() -> bool:
+            return self._closing.is_set() or (cancelled is not None and cancelled())
+
         with self._write_lock:
             rebuilt = False
             for attempt in range(2):
+                if self._closing.is_set():
+                    return RefreshStats(cancelled=True)
                 try:
                     rebuilt = self._take_root(root) or rebuilt
-                    stats = Refresher(self._db.writer, root, cancelled).run(files, progress)
+                    stats = Refresher(self._db.writer, root, stopping).run(files, progress)
                 except sqlite3.DatabaseError as exc:
+                    if self._closing.is_set():  # `close` interrupted a statement: what was committed stays
+                        return RefreshStats(cancelled=True, rebuilt=rebuilt)
                     if attempt or not is_corrupt(exc):
                         raise _storage_error(self.path, exc) from None
                     self._db.reset("is damaged")
                     rebuilt, files = True, None  # an empty index: every file, not only those asked for
                     continue
-                stats.rebuilt = rebuilt
+                stats.rebuilt = rebuilt or self._db.rebuilt
+                self._db.rebuilt = False
                 return stats
         raise AssertionError("unreachable")
 
@@ -130,8 +144,9 @@ class SearchIndex:
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc):
                 raise _storage_error(self.path, exc) from None
-            self._damaged = True
-            return SearchPage()
+            self._damaged = True  # never an empty page for a damaged file: the next refresh rebuilds
+            message = f"the search index {self.path} is damaged ({exc}); the next refresh rebuilds it"
+            raise IndexDamaged(message, path=str(self.path)) from None
 
     def _page(
         self,
@@ -227,13 +242,35 @@ class SearchIndex:
     # ------------------------------------------------------------------ lifetime
 
     def close(self) -> None:
-        self._db.close()
+        """Stop a refresh under way in another thread (its statement interrupted, between files
+        and batches otherwise), wait for it (bounded), then close every connection. A connection is
+        never closed while another thread runs a statement on it (SQLite would crash the process):
+        a refresh that does not stop in time keeps its connection until the process ends, which
+        loses nothing (every batch is a transaction)."""
+        self._closing.set()
+        if not self._write_lock.acquire(blocking=False):  # a refresh is under way
+            with contextlib.suppress(sqlite3.Error):
+                self._db.writer.interrupt()  # safe from any thread
+            if not self._write_lock.acquire(timeout=CLOSE_WAIT_SECONDS):
+                log.warning("search index %s: a refresh did not stop in %s s; left open", self.path, CLOSE_WAIT_SECONDS)
+                return
+            with contextlib.suppress(sqlite3.Error):  # an interrupt that came after the last statement
+                self._db.writer.execute("SELECT 1").fetchall()  # is spent here, not on the closing checkpoint
+        try:
+            self._db.close()
+        finally:
+            self._write_lock.release()
 
     def __enter__(self) -> SearchIndex:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+class IndexDamaged(StorageError):
+    """A search found the index damaged: it answered nothing, and the next refresh rebuilds the
+    index (the daemon does so at once and searches again)."""
 
 
 def _storage_error(path: Path, exc: sqlite3.Error) -> StorageError:

@@ -3,10 +3,12 @@
 The syntax is FTS5's own: terms are ANDed, `"a phrase"`, `prefix*`, `AND`, `OR`, `NOT`,
 `NEAR(a b, 5)`, parentheses, `^` for the first token. `plain` syntax quotes every
 whitespace-separated term (a trailing `*` still asks for a prefix), so text typed into a search
-box never is a syntax error.
+box never is a syntax error. Either way the expression is rebuilt from its tokens and must be
+self-contained (`expression.py`): the filters ANDed to it bind to all of it.
 
 Filters by session, cwd, role and type are tokens ANDed into the match (see `text.py`); the time
-range is checked on each match. Ranking is bm25 (of the text) within windows of matches: the
+range is checked on each match. Without `roles`, entries of the role `system` are left out (NOT
+their role's token): pi repeats its whole prompt in every session. Ranking is bm25 (of the text) within windows of matches: the
 newest `window` matches (by the order they were indexed, which follows the order they were
 written; counted before the time range) are ranked first, then the next older window, and so
 on. A query with fewer matches than a window (nearly every query) is ranked whole; one matching
@@ -28,8 +30,19 @@ from typing import Any, Final
 from .. import jsonfmt
 from ..errors import InvalidParams
 from .database import TOKENIZER
+from .expression import QuerySyntaxError, self_contained
 from .model import Syntax
-from .text import CLOSE_MARK, META_MARK, OPEN_MARK, cwd_token, file_token, role_token, scrub, type_token
+from .text import (
+    CLOSE_MARK,
+    META_MARK,
+    OPEN_MARK,
+    SYSTEM_ROLE,
+    cwd_token,
+    file_token,
+    role_token,
+    scrub,
+    type_token,
+)
 
 MAX_LIMIT: Final = 500
 SNIPPET_TOKENS: Final = 20
@@ -46,8 +59,12 @@ def compile_query(query: str, syntax: Syntax) -> str:
         raise InvalidParams(f'invalid params: syntax must be "fts" or "plain", got {syntax!r}', field="syntax")
     if not isinstance(query, str) or not query.strip():
         raise InvalidParams("invalid params: the search query is empty", field="query")
-    query = scrub(query)
+    query = scrub(query).replace("\0", " ")  # the tokenizer cuts words at a NUL, as at a space
     expression = plain_expression(query) if syntax == "plain" else query
+    try:
+        expression = self_contained(expression)
+    except QuerySyntaxError as exc:
+        raise _syntax_error(query, str(exc)) from None
     _check_syntax(expression, query)
     return expression
 
@@ -70,10 +87,14 @@ def _check_syntax(expression: str, query: str) -> None:
         probe.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, meta, tokenize='{TOKENIZER}')")
         probe.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (scoped(expression, Filters(), [0]),)).fetchall()
     except sqlite3.Error as exc:
-        hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
-        raise InvalidParams(f"invalid search query {query!r}: {exc}{hint}", field="query", got=query) from None
+        raise _syntax_error(query, str(exc)) from None
     finally:
         probe.close()
+
+
+def _syntax_error(query: str, why: str) -> InvalidParams:
+    hint = ' (quote terms with punctuation, e.g. "foo-bar", or use plain syntax)'
+    return InvalidParams(f"invalid search query {query!r}: {why}{hint}", field="query", got=query)
 
 
 # --------------------------------------------------------------------------- filters
@@ -126,7 +147,10 @@ def scoped(expression: str, filters: Filters, file_ids: Sequence[int] | None) ->
         parts.append(_any_of([role_token(role) for role in filters.roles]))
     if filters.types is not None:
         parts.append(_any_of([type_token(kind) for kind in filters.types]))
-    return " AND ".join(parts)
+    expression = " AND ".join(parts)
+    if filters.roles is None:  # system prompts, repeated in every session, only when asked for
+        expression += f" NOT {_any_of([role_token(SYSTEM_ROLE)])}"
+    return expression
 
 
 def _any_of(tokens: list[str]) -> str:
@@ -151,10 +175,59 @@ def filters_of(
     for name, text in (("cwd", cwd), ("session", session)):
         if text is not None and not isinstance(text, str):
             raise InvalidParams(f"invalid params: {name} must be a string, got {text!r}", field=name)
+        _no_nul(name, text)
     for name, value in (("since_ms", since_ms), ("until_ms", until_ms)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InvalidParams(f"invalid params: {name} must be an integer (Unix ms), got {value!r}", field=name)
     return Filters(scrub(cwd), scrub(session), _strings("roles", roles), _strings("types", types), since_ms, until_ms)
+
+
+# The params of `session/search` as JSON: each field's JSON types (besides null, which for every
+# optional field means "absent": the default). Checked before the params are structured, which
+# would otherwise take a string for a list of its characters.
+_WIRE_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "query": (str,),
+    "syntax": (str,),
+    "cwd": (str,),
+    "session": (str,),
+    "roles": (list,),
+    "types": (list,),
+    "since": (str,),
+    "until": (str,),
+    "limit": (int,),
+    "cursor": (str,),
+    "workDoneToken": (str, int),
+}
+_REQUIRED: Final = frozenset({"query"})
+
+
+def check_wire_params(params: Any) -> Any:
+    """`session/search`'s params with every null optional field left out (the default), or
+    InvalidParams naming the first field of the wrong JSON type; anything not an object as it is
+    (the structuring refuses it). One check for every store: it is the wire's."""
+    if not isinstance(params, dict):
+        return params
+    checked = {}
+    for name, value in params.items():
+        allowed = _WIRE_TYPES.get(name)
+        if allowed is None or (value is None and name not in _REQUIRED):
+            if allowed is None:
+                checked[name] = value  # an unknown field: the structuring says what it says of it
+            continue
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            kinds = " or ".join("a list of strings" if kind is list else _JSON_NAMES[kind] for kind in allowed)
+            raise InvalidParams(f"invalid params: {name} must be {kinds}, got {value!r}", field=name, got=value)
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise InvalidParams(f"invalid params: {name} must be a list of strings, got {value!r}", field=name, got=value)
+        checked[name] = value
+    if checked.get("syntax", "fts") not in ("fts", "plain"):
+        compile_query("", checked["syntax"])  # its error, naming the field
+    if "query" not in checked:
+        raise InvalidParams("invalid params: query is missing", field="query")
+    return checked
+
+
+_JSON_NAMES: Final = {str: "a string", int: "an integer"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +264,17 @@ def request_of(
 def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None
-    if isinstance(values, str) or not all(isinstance(value, str) for value in values):
+    if not isinstance(values, list | tuple) or not all(isinstance(value, str) for value in values):
         raise InvalidParams(f"invalid params: {name} must be a list of strings, got {values!r}", field=name)
+    for value in values:
+        _no_nul(name, value)
     return tuple(scrub(value) for value in values)
+
+
+def _no_nul(name: str, text: str | None) -> None:
+    """A path, id, role or type never holds a NUL: one there is a mistake, not a filter matching nothing."""
+    if text is not None and "\0" in text:
+        raise InvalidParams(f"invalid params: {name} holds a NUL character", field=name, got=text)
 
 
 # --------------------------------------------------------------------------- cursors

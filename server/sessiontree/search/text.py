@@ -2,8 +2,13 @@
 
 Only words a person would look for are indexed: message text and thinking, a tool call's name
 and argument values, tool results, bash commands and their output, custom messages, branch and
-compaction summaries. JSON keys are left out on purpose (every `read` call has a `path`; a
-search for "path" should not find them all), and so are images, usage and signatures.
+compaction summaries, and the replacement content of a `context_edit` (pi 1.6: what the model
+sees instead of its target). JSON keys are left out on purpose (every `read` call has a `path`; a
+search for "path" should not find them all), and so are images, usage (`usage` entries have no
+text) and signatures. A `system` message (pi 1.6: the whole prompt, its sections and the tools'
+declarations, repeated in every session) is indexed under the role `system`, which a search
+leaves out unless its `roles` ask for it (see query.py); a compaction's `systemMessage` is not
+indexed (it repeats them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Any, Final
 OPEN_MARK: Final = "\x02"
 CLOSE_MARK: Final = "\x03"
 _BLANK_MARKS: Final = str.maketrans({OPEN_MARK: " ", CLOSE_MARK: " "})
+
+# The role of pi's system messages: indexed, but searched only when asked for by name.
+SYSTEM_ROLE: Final = "system"
 
 # Entry types whose own fields hold text, and the role their message takes in a context.
 _SUMMARY_ROLES: Final = {"branch_summary": "branchSummary", "compaction": "compactionSummary"}
@@ -41,6 +49,10 @@ def role_and_text(entry: dict[str, Any]) -> tuple[str | None, str]:
         return "custom", _join(_content_parts(entry.get("content")))
     if kind == "custom":
         return None, _join([*_strings(entry.get("customType")), *_values(entry.get("data"))])
+    if kind == "context_edit":
+        replacement = entry.get("replacement")  # null: the target is left out, no text
+        content = replacement.get("content") if isinstance(replacement, dict) else None
+        return None, _join(_assistant_parts(content))  # text, thinking, tool calls: any target's blocks
     return None, ""
 
 
@@ -60,6 +72,10 @@ def _message_parts(message: dict[str, Any]) -> Iterator[str]:
         yield from _strings(message.get("output"))
     elif role in ("branchSummary", "compactionSummary"):
         yield from _strings(message.get("summary"))
+    elif role == "system":  # the prompt, its named sections (null removes one), the tools added
+        yield from _content_parts(message.get("content"))
+        yield from _values(message.get("sections"))
+        yield from _values(message.get("toolsAdded"))
     else:  # user, toolResult, custom and roles pi may add: their content
         yield from _content_parts(message.get("content"))
 

@@ -134,6 +134,8 @@ class PostgresSearch:
         if filters.roles is not None:
             clauses.append("t.role = ANY(%(roles)s)")
             params["roles"] = [_text(role) for role in filters.roles]
+        else:  # as the file store: system prompts only when asked for (search/text.py)
+            clauses.append("t.role IS DISTINCT FROM 'system'")
         if filters.types is not None:
             clauses.append("t.type = ANY(%(types)s)")
             params["types"] = [_text(kind) for kind in filters.types]
