@@ -154,7 +154,8 @@ def _stats_lines(result: Any, as_json: bool) -> Iterator[str]:
         if figures is None:
             continue
         usage = figures["usage"]
-        yield f"{title}: {figures['entries']:,} entries, {usage['assistantMessages']:,} assistant messages"
+        yield (f"{title}: {figures['entries']:,} entries, {usage['assistantMessages']:,} assistant messages, "
+               f"{usage['usages']:,} usages")
         roles = ", ".join(f"{role} {count:,}" for role, count in figures["messagesByRole"].items())
         yield f"  messages: {roles or 'none'}"
         tools = ", ".join(f"{tool} {count:,}" for tool, count in list(figures["toolCalls"].items())[:10])
@@ -163,8 +164,11 @@ def _stats_lines(result: Any, as_json: bool) -> Iterator[str]:
         yield (f"  tokens: {tokens['total']:,} (input {tokens['input']:,}, output {tokens['output']:,}, "
                f"cache read {tokens['cacheRead']:,}, cache write {tokens['cacheWrite']:,})")
         yield f"  cost: {usage['cost']['total']:.4f}"
+        if usage["skipped"]:
+            yield f"  skipped {usage['skipped']:,} usage values that are not finite numbers"
         for model, figures_of in figures["byModel"].items():
-            yield f"  {model}: {figures_of['assistantMessages']:,} messages, cost {figures_of['cost']['total']:.4f}"
+            yield (f"  {model}: {figures_of['assistantMessages']:,} messages, {figures_of['usages']:,} usages, "
+                   f"cost {figures_of['cost']['total']:.4f}")
         yield f"  compactions {figures['compactions']}, branch points {figures['branchPoints']}"
     if wire.get("cwd") is not None:
         yield f"{wire['sessions']} sessions of {wire['cwd']}"
