@@ -29,6 +29,13 @@ COST_KINDS: Final = (*TOKEN_KINDS, "total")
 # pi's key for usage no model is named for: tool results', compactions' and branch summaries'.
 UNATTRIBUTED: Final = "Tools/summaries"
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+# Values below this in size cannot overflow a total by being added, short of 10^8 of them.
+_LARGE: Final = 1e300
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+    name: Any = None
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -38,8 +45,7 @@ class _Message(msgspec.Struct, gc=False):
     model: Any = None
     responseModel: Any = None  # pi's field name: the model that answered (a router's choice)
     usage: msgspec.Raw = msgspec.Raw(b"null")  # decoded on its own: odd usage must not lose the tool calls
-    content: msgspec.Raw = msgspec.Raw(b"null")  # decoded only for an assistant's tool calls: odd content
-    # must not lose a tool result's usage
+    content: list[_Block] | str | None = None
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -50,9 +56,12 @@ class _Line(msgspec.Struct, gc=False):
     usage: msgspec.Raw = msgspec.Raw(b"null")  # a `usage`, `compaction` or `branch_summary` entry's
 
 
-class _Block(msgspec.Struct, gc=False):
-    type: Any = None
-    name: Any = None
+class _OddMessage(_Message, gc=False):
+    content: Any = None  # content of another shape: no tool calls, but the usage still counts
+
+
+class _OddLine(_Line, gc=False):
+    message: _OddMessage | None = None
 
 
 class _PlainCost(msgspec.Struct, gc=False):
@@ -82,7 +91,7 @@ class _Usage(msgspec.Struct, gc=False):
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
-_decode_blocks = msgspec.json.Decoder(list[_Block]).decode
+_decode_odd_line = msgspec.json.Decoder(_OddLine).decode
 _decode_plain_usage = msgspec.json.Decoder(_PlainUsage).decode
 _decode_usage = msgspec.json.Decoder(_Usage).decode
 _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode  # the fallback, field by field
@@ -111,9 +120,12 @@ class Facts:
 def facts_of(raw: bytes, entry_type: str = "message", role: str | None = "assistant") -> Facts | None:
     """What a line of this type (and message role) adds to the figures, or None for nothing."""
     try:
-        line = _decode_line(raw)
-    except (msgspec.MsgspecError, RecursionError):  # an odd line: counted by type and role, nothing more
-        return None
+        line: _Line = _decode_line(raw)
+    except (msgspec.MsgspecError, RecursionError):
+        try:
+            line = _decode_odd_line(raw)
+        except (msgspec.MsgspecError, RecursionError):  # an odd line: counted by type and role, nothing more
+            return None
     if entry_type == "message":
         message = line.message
         if message is None:
@@ -138,14 +150,11 @@ def _present(usage: msgspec.Raw) -> bool:
     return bytes(usage) not in (b"null", b"false", b"0", b'""')
 
 
-def _tools(content: msgspec.Raw) -> list[str]:
-    try:
-        blocks = _decode_blocks(content)
-    except (msgspec.MsgspecError, RecursionError):
+def _tools(content: Any) -> list[str]:
+    if not isinstance(content, list):
         return []
-    if not isinstance(blocks, list):
-        return []
-    return [block.name if isinstance(block.name, str) else "?" for block in blocks if block.type == "toolCall"]
+    return [block.name if isinstance(block.name, str) else "?" for block in content
+            if isinstance(block, _Block) and block.type == "toolCall"]
 
 
 def _with_usage(usage: msgspec.Raw, model: str, day: str, tools: list[str], assistant: bool) -> Facts:
@@ -258,6 +267,8 @@ def _wire_number(value: float) -> float | int:
 
 
 def _totals(bucket: list[float]) -> dict[str, Any]:
+    if not math.isfinite(sum(bucket)):  # past 10^8 values of 1e300 (see _LARGE): never a JSON null
+        bucket = [value if math.isfinite(value) else 0.0 for value in bucket]
     tokens: dict[str, float | int] = {kind: _wire_number(bucket[_COUNTS + n]) for n, kind in enumerate(TOKEN_KINDS)}
     total = math.fsum(bucket[_COUNTS : _COUNTS + 4])
     tokens["total"] = _wire_number(total) if math.isfinite(total) else _wire_number(max(bucket[_COUNTS : _COUNTS + 4]))
@@ -300,11 +311,12 @@ class Stats:
         bucket[0] += facts.assistant
         bucket[1] += facts.usage
         bucket[2] += facts.skipped
-        added = [total + value for total, value in zip(bucket[_COUNTS:], facts.numbers, strict=True)]
-        if math.isfinite(sum(added)):
-            bucket[_COUNTS:] = added
-        else:  # a total would overflow: add value by value, skipping those
-            for position, value in enumerate(facts.numbers, start=_COUNTS):
+        numbers = facts.numbers
+        if max(numbers) < _LARGE and min(numbers) > -_LARGE:  # no total can overflow by adding these
+            for position, value in enumerate(numbers, start=_COUNTS):
+                bucket[position] += value
+        else:  # a total might overflow: add value by value, skipping those that would
+            for position, value in enumerate(numbers, start=_COUNTS):
                 _add_into(bucket, position, value)
         self.tool_calls.update(facts.tools)
 
