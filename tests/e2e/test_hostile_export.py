@@ -150,3 +150,10 @@ def test_lines_with_a_lone_surrogate_print_and_the_next_lines_follow() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=False,
                           env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0 and done.stdout == "a\ufffdb\nnext\n".encode(), done.stderr
+
+
+def test_the_context_command_shows_deep_arguments_cut(tmp_path: Path) -> None:
+    path = _session(tmp_path / "s", _user("go"), _tool_call(_deep(300)))
+    done = _cli("context", str(path))
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert b"nested deeper than 64 levels, not shown" in done.stdout and b"[tool call edit]" in done.stdout
