@@ -3,7 +3,6 @@ reader goes away; a document to a file whole or not at all."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
@@ -52,15 +51,25 @@ def _quiet_stdout() -> None:
 
 def write_file(path: Path, data: bytes) -> None:
     """Write `path` whole: into a new file beside it, renamed over it once complete, so a failure
-    leaves what was there (or nothing) and never a part. Keeps an existing file's permissions."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    leaves what was there (or nothing) and never a part. Through a link, to the file it names, whose
+    permissions are kept; something that is not a file (`/dev/stdout`, a FIFO) is written to as it is."""
+    try:
+        existing: os.stat_result | None = os.stat(path)  # through links
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(path, "wb") as out:
+            out.write(data)
+        return
+    target = Path(os.path.realpath(path))
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as out:
             out.write(data)
-        with contextlib.suppress(FileNotFoundError):  # a new file: the umask's permissions
-            os.chmod(temporary, stat.S_IMODE(os.stat(path).st_mode))
-        os.replace(temporary, path)
+        if existing is not None:  # else a new file, with the umask's permissions
+            os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+        os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -157,3 +157,15 @@ def test_the_context_command_shows_deep_arguments_cut(tmp_path: Path) -> None:
     done = _cli("context", str(path))
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     assert b"nested deeper than 64 levels, not shown" in done.stdout and b"[tool call edit]" in done.stdout
+
+
+def test_a_file_is_written_through_its_link_and_keeps_its_permissions(tmp_path: Path) -> None:
+    path = _session(tmp_path / "s", _user("hello"))
+    target, link = tmp_path / "target.md", tmp_path / "link.md"
+    target.write_text("old")
+    target.chmod(0o640)
+    link.symlink_to(target)
+    assert _cli("export", "--format", "markdown", "-o", str(link), str(path)).returncode == 0
+    assert link.is_symlink() and b"hello" in target.read_bytes() and target.stat().st_mode & 0o777 == 0o640
+    to_stdout = _cli("export", "--format", "markdown", "-o", "/dev/stdout", str(path))  # not a file: written to
+    assert to_stdout.returncode == 0 and b"hello" in to_stdout.stdout
