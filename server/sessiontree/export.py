@@ -131,22 +131,25 @@ def _message_parts(message: dict[str, Any]) -> list[Part]:
 
 def _system_part(message: dict[str, Any]) -> Part:
     """A system message (pi 1.6): one collapsed part, titled with its sections' and tools' names;
-    the body is the prompt's text and each tool's name and description, not its JSON schema."""
+    the body is the prompt's text, each section by name, and each tool's name and description, not
+    its JSON schema."""
     sections = as_object(message.get("sections"))
-    added = [t for t in message.get("toolsAdded") or [] if isinstance(t, dict)] if isinstance(
-        message.get("toolsAdded"), list) else []
-    removed = [as_text(t.get("name")) for t in message.get("toolsRemoved") or [] if isinstance(t, dict)] if isinstance(
-        message.get("toolsRemoved"), list) else []
-    title = [f"sections: {', '.join(map(str, sections))}" if sections else "",
-             f"tools: {', '.join(as_text(t.get('name')) for t in added)}" if added else "",
+    added = [tool for tool in _list(message.get("toolsAdded")) if isinstance(tool, dict)]
+    removed = [as_text(tool.get("name")) for tool in _list(message.get("toolsRemoved")) if isinstance(tool, dict)]
+    title = [f"sections: {', '.join(sections)}" if sections else "",
+             f"tools: {', '.join(as_text(tool.get('name')) for tool in added)}" if added else "",
              f"tools removed: {', '.join(removed)}" if removed else ""]
-    body = [text for text in ("\n".join(p.text for p in _content_parts(message.get("content")) if p.kind == "text"),)
-            if text]
-    for name, text in sections.items():
-        body.append(f"[{name}]\n{as_text(text)}" if text is not None else f"[{name}] removed")
-    body += [f"tool {as_text(t.get('name'))}: {as_text(t.get('description', ''))}" for t in added]
+    text = "\n".join(part.text for part in _content_parts(message.get("content")) if part.kind == "text")
+    body = [text] if text else []
+    body += [f"[{name}]\n{as_text(section)}" if section is not None else f"[{name}] removed"
+             for name, section in sections.items()]
+    body += [f"tool {as_text(tool.get('name'))}: {as_text(tool.get('description', ''))}" for tool in added]
     body += [f"tool {name} removed" for name in removed]
     return Part("system", "\n\n".join(body), "; ".join(t for t in title if t) or "instructions")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _context_edit_parts(entry: dict[str, Any]) -> list[Part]:
