@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pi_harness import Daemon
 
 from support import pi16_entries as pi16
-from support.daemon import Calls, RawDaemon
 from support.messages import line
 
 HERE = Path(__file__).resolve().parent
@@ -31,20 +31,16 @@ def _pi_figures() -> dict[str, object]:
     return figures
 
 
-def test_stats_count_usage_as_pi_does(tmp_path: Path) -> None:
+def test_stats_count_usage_as_pi_does(daemon: Daemon, sessions_root: Path) -> None:
     pi = _pi_figures()
-    root = tmp_path / "sessions"
-    path = root / "--w--" / "pi16.jsonl"
-    path.parent.mkdir(parents=True)
+    path = sessions_root / "--w--" / "stats-vs-pi16.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(line(pi16.HEADER) + b"".join(line(e) for e in pi16.session()))
-    daemon = RawDaemon("--sessions-dir", str(root))
+    sid = daemon.request("session/open", {"path": str(path)})["sessionId"]
     try:
-        daemon.initialize()
-        calls = Calls(daemon)
-        sid = calls.result("session/open", {"path": str(path)})["sessionId"]
-        tree = calls.result("session/stats", {"sessionId": sid})["tree"]
+        tree = daemon.request("session/stats", {"sessionId": sid})["tree"]
     finally:
-        daemon.kill()
+        daemon.request("session/close", {"sessionId": sid})
     assert tree["usage"]["tokens"]["total"] == pi["tokens"]
     assert tree["usage"]["cost"]["total"] == pytest.approx(pi["cost"])
     by_model = {key: (u["tokens"]["total"], u["cost"]["total"]) for key, u in tree["byModel"].items()
