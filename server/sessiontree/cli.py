@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 from . import cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
-from .output import print_lines
+from .output import print_lines, write_file, write_stdout
 
 T = TypeVar("T")
 
@@ -130,15 +130,22 @@ def show(args: argparse.Namespace) -> int:
 
 
 def _export(service: Any, session_id: str, args: argparse.Namespace) -> int:
+    """The document's UTF-8 bytes, the same to stdout as to `-o` (a lone surrogate, which UTF-8
+    cannot hold, written as U+FFFD as pi's Node writes it); a file is written whole or not at all."""
     from .protocol import UNSET, ExportParams
+    from .shown import utf8
 
     leaf = UNSET if args.leaf is None else args.leaf
-    content = service.export(ExportParams(session_id, args.format, leaf, args.scope)).content
+    data = utf8(service.export(ExportParams(session_id, args.format, leaf, args.scope)).content)
     if args.output is None:
-        print_lines(iter(content.splitlines()))
-    else:
-        args.output.write_text(content, encoding="utf-8")
-        print(f"sessiontree: wrote {args.output}", file=sys.stderr)
+        write_stdout(data)
+        return 0
+    try:
+        write_file(args.output, data)
+    except OSError as exc:
+        print(f"sessiontree: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"sessiontree: wrote {args.output}", file=sys.stderr)
     return 0
 
 
@@ -154,7 +161,8 @@ def _stats_lines(result: Any, as_json: bool) -> Iterator[str]:
         if figures is None:
             continue
         usage = figures["usage"]
-        yield f"{title}: {figures['entries']:,} entries, {usage['assistantMessages']:,} assistant messages"
+        yield (f"{title}: {figures['entries']:,} entries, {usage['assistantMessages']:,} assistant messages, "
+               f"{usage['usages']:,} usages")
         roles = ", ".join(f"{role} {count:,}" for role, count in figures["messagesByRole"].items())
         yield f"  messages: {roles or 'none'}"
         tools = ", ".join(f"{tool} {count:,}" for tool, count in list(figures["toolCalls"].items())[:10])
@@ -163,8 +171,11 @@ def _stats_lines(result: Any, as_json: bool) -> Iterator[str]:
         yield (f"  tokens: {tokens['total']:,} (input {tokens['input']:,}, output {tokens['output']:,}, "
                f"cache read {tokens['cacheRead']:,}, cache write {tokens['cacheWrite']:,})")
         yield f"  cost: {usage['cost']['total']:.4f}"
+        if usage["skipped"]:
+            yield f"  skipped {usage['skipped']:,} usage values that are not finite numbers"
         for model, figures_of in figures["byModel"].items():
-            yield f"  {model}: {figures_of['assistantMessages']:,} messages, cost {figures_of['cost']['total']:.4f}"
+            yield (f"  {model}: {figures_of['assistantMessages']:,} messages, {figures_of['usages']:,} usages, "
+                   f"cost {figures_of['cost']['total']:.4f}")
         yield f"  compactions {figures['compactions']}, branch points {figures['branchPoints']}"
     if wire.get("cwd") is not None:
         yield f"{wire['sessions']} sessions of {wire['cwd']}"

@@ -11,16 +11,19 @@ from __future__ import annotations
 import base64
 import binascii
 import html
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
+from .shown import as_object, as_text, finite, json_text
 
 RESULT_PREVIEW: Final = 1200  # characters of a tool result shown before its expander
 _IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-_FENCE: Final = re.compile(r"^(```+|~~~+)", re.M)
+_BACKTICKS: Final = re.compile(r"`+")
+_FENCE_OPEN: Final = re.compile(r"(`{3,}|~{3,})(.*)")  # at column 0 only: see _markdown_prose
+_FENCE_CLOSE: Final = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,13 @@ def heading(entry: dict[str, Any]) -> tuple[str, str]:
     kind = entry.get("type")
     if kind == "message" and isinstance(entry.get("message"), dict):
         message = entry["message"]
-        role = str(message.get("role", "message"))
-        titles = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result", "bashExecution": "Shell"}
+        role = _one_line(as_text(message.get("role", "message")))
+        titles = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result", "bashExecution": "Shell",
+                  "system": "System prompt"}
         title = titles.get(role, role)
         for key in ("toolName", "customType"):
             if isinstance(message.get(key), str):
-                title += f" · {message[key]}"
+                title += f" · {_one_line(message[key])}"
         return role, title
     titles = {
         "compaction": "Compaction summary",
@@ -69,8 +73,15 @@ def heading(entry: dict[str, Any]) -> tuple[str, str]:
         "thinking_level_change": "Thinking level",
         "label": "Label",
         "session_info": "Session name",
+        "context_edit": "Context edit",
+        "usage": "Usage",
     }
-    return str(kind), titles.get(str(kind), str(kind))
+    name = _one_line(as_text(kind))
+    return name, titles.get(name, name)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def parts(entry: dict[str, Any]) -> list[Part]:
@@ -78,36 +89,87 @@ def parts(entry: dict[str, Any]) -> list[Part]:
     if kind == "message" and isinstance(entry.get("message"), dict):
         return _message_parts(entry["message"])
     if kind in ("compaction", "branch_summary"):
-        return [Part("summary", str(entry.get("summary", "")))]
+        return [Part("summary", as_text(entry.get("summary", "")))]
     if kind == "custom_message":
         return _content_parts(entry.get("content"))
     if kind == "model_change":
-        return [Part("note", f"model: {entry.get('provider', '?')}/{entry.get('modelId', '?')}")]
+        return [Part("note", f"model: {as_text(entry.get('provider', '?'))}/{as_text(entry.get('modelId', '?'))}")]
     if kind == "thinking_level_change":
-        return [Part("note", f"thinking level: {entry.get('thinkingLevel', '?')}")]
+        return [Part("note", f"thinking level: {as_text(entry.get('thinkingLevel', '?'))}")]
     if kind == "label":
-        label = entry.get("label")
-        return [Part("note", f"label on {entry.get('targetId')}: {label}" if label else f"label cleared on {entry.get('targetId')}")]
+        label, target = as_text(entry.get("label")), as_text(entry.get("targetId"))
+        return [Part("note", f"label on {target}: {label}" if label else f"label cleared on {target}")]
     if kind == "session_info":
-        return [Part("note", f"session name: {entry.get('name', '')}")]
-    return [Part("note", f"{kind} entry")]
+        return [Part("note", f"session name: {as_text(entry.get('name', ''))}")]
+    if kind == "context_edit":
+        return _context_edit_parts(entry)
+    if kind == "usage":
+        return [Part("note", _usage_line(entry))]
+    return [Part("note", f"{as_text(kind)} entry")]
 
 
 def _message_parts(message: dict[str, Any]) -> list[Part]:
     role = message.get("role")
     if role == "bashExecution":
-        output = str(message.get("output", ""))
+        output = as_text(message.get("output", ""))
         status = message.get("exitCode")
-        title = f"exit code {status}" if status is not None else "output"
-        return [Part("code", f"$ {message.get('command', '')}"), Part("tool-result", output, title, error=status not in (0, None))]
+        title = f"exit code {as_text(status)}" if status is not None else "output"
+        return [Part("code", f"$ {as_text(message.get('command', ''))}"),
+                Part("tool-result", output, title, error=status not in (0, None))]
     if role == "toolResult":
-        text = "\n".join(p.text for p in _content_parts(message.get("content")) if p.kind == "text")
-        images = [p for p in _content_parts(message.get("content")) if p.kind == "image"]
-        name = str(message.get("toolName", "tool"))
+        found = _content_parts(message.get("content"))
+        text = "\n".join(p.text for p in found if p.kind == "text")
+        images = [p for p in found if p.kind == "image"]
+        name = as_text(message.get("toolName", "tool"))
         return [Part("tool-result", text, name, error=bool(message.get("isError"))), *images]
     if role in ("branchSummary", "compactionSummary"):
-        return [Part("summary", str(message.get("summary", "")))]
+        return [Part("summary", as_text(message.get("summary", "")))]
+    if role == "system":
+        return [_system_part(message)]
     return _content_parts(message.get("content"))
+
+
+def _system_part(message: dict[str, Any]) -> Part:
+    """A system message (pi 1.6): one collapsed part, titled with its sections' and tools' names;
+    the body is the prompt's text, each section by name, and each tool's name and description, not
+    its JSON schema."""
+    sections = as_object(message.get("sections"))
+    added = [tool for tool in _list(message.get("toolsAdded")) if isinstance(tool, dict)]
+    removed = [as_text(tool.get("name")) for tool in _list(message.get("toolsRemoved")) if isinstance(tool, dict)]
+    title = [f"sections: {', '.join(sections)}" if sections else "",
+             f"tools: {', '.join(as_text(tool.get('name')) for tool in added)}" if added else "",
+             f"tools removed: {', '.join(removed)}" if removed else ""]
+    text = "\n".join(part.text for part in _content_parts(message.get("content")) if part.kind == "text")
+    body = [text] if text else []
+    body += [f"[{name}]\n{as_text(section)}" if section is not None else f"[{name}] removed"
+             for name, section in sections.items()]
+    body += [f"tool {as_text(tool.get('name'))}: {as_text(tool.get('description', ''))}" for tool in added]
+    body += [f"tool {name} removed" for name in removed]
+    return Part("system", "\n\n".join(body), "; ".join(t for t in title if t) or "instructions")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _context_edit_parts(entry: dict[str, Any]) -> list[Part]:
+    target, replacement = as_text(entry.get("targetId")), entry.get("replacement")
+    if not isinstance(replacement, dict):
+        return [Part("note", f"hides {target} from the context")]
+    found = _content_parts(replacement.get("content"))
+    return [Part("note", f"replaces the content of {target} in the context with:"), *found]
+
+
+def _usage_line(entry: dict[str, Any]) -> str:
+    """A usage entry (pi 1.6: cache warming, accounting) as one line: it is no part of the conversation."""
+    usage = as_object(entry.get("usage"))
+    counts = [finite(usage.get(kind)) for kind in ("input", "output", "cacheRead", "cacheWrite")]
+    tokens = math.fsum(count for count in counts if count is not None)
+    cost = finite(as_object(usage.get("cost")).get("total"))
+    figures = [f"{tokens:,.0f} tokens" if math.isfinite(tokens) else "", f"cost {cost:.4f}" if cost is not None else ""]
+    model = "/".join(as_text(entry.get(k)) for k in ("provider", "model") if entry.get(k) is not None)
+    words = [as_text(entry.get("kind", "usage")), model, *figures, as_text(entry.get("note"))]
+    return "usage: " + " · ".join(_one_line(w) for w in words if w)
 
 
 def _content_parts(content: Any) -> list[Part]:
@@ -121,15 +183,26 @@ def _content_parts(content: Any) -> list[Part]:
             continue
         kind = block.get("type")
         if kind == "text":
-            found.append(Part("text", str(block.get("text", ""))))
+            found.append(Part("text", as_text(block.get("text", ""))))
         elif kind == "thinking":
-            found.append(Part("thinking", str(block.get("thinking", ""))))
+            found.append(Part("thinking", as_text(block.get("thinking", ""))))
         elif kind == "toolCall":
-            arguments = orjson.dumps(block.get("arguments", {}), option=orjson.OPT_INDENT_2).decode()
-            found.append(Part("tool-call", arguments, str(block.get("name", "?"))))
+            found.append(Part("tool-call", json_text(block.get("arguments", {})), as_text(block.get("name", "?"))))
         elif kind == "image":
-            found.append(Part("image", str(block.get("data", "")), media_type=str(block.get("mimeType", ""))))
+            found.append(Part("image", as_text(block.get("data", "")), media_type=as_text(block.get("mimeType", ""))))
     return found
+
+
+def context_edits(items: Sequence[Item]) -> dict[str, str]:
+    """What the context edits on the path to the leaf do to their targets: the latest edit of each
+    target wins (pi: edits are branch-relative), as a mark for the target's heading."""
+    marks: dict[str, str] = {}
+    for item in items:
+        entry = item.entry
+        if entry.get("type") == "context_edit" and item.on_leaf_path and isinstance(entry.get("targetId"), str):
+            done = "edited in the context" if isinstance(entry.get("replacement"), dict) else "hidden from the context"
+            marks[entry["targetId"]] = f"{done} by {as_text(entry.get('id'))}"
+    return marks
 
 
 def _image_data(part: Part) -> str | None:
@@ -147,14 +220,18 @@ def _image_data(part: Part) -> str | None:
 
 
 def markdown(title: str, items: Sequence[Item]) -> str:
-    """The conversation as a person would paste it into an issue."""
-    out = [f"# {title}", ""]
+    """The conversation as a person would paste it into an issue. Nothing the session wrote becomes
+    HTML: outside code, `&` and `<` are escaped; code is fenced with a fence no line can close."""
+    out = [f"# {_inline(_one_line(title))}", ""]
+    edits = context_edits(items)
     for item in items:
         if item.starts_branch:
             out += [f"{'#' * min(6, 2 + item.depth)} Branch{' (on the path to the leaf)' if item.on_leaf_path else ''}", ""]
         _, name = heading(item.entry)
-        marks = " · leaf" if item.is_leaf else ""
-        out += [f"**{name}**{marks} <sub>{item.entry.get('id', '')} · {item.entry.get('timestamp', '')}</sub>", ""]
+        entry_id = as_text(item.entry.get("id", ""))
+        marks = "".join(f" · {mark}" for mark in (edits.get(entry_id), "leaf" if item.is_leaf else None) if mark)
+        stamp = _inline(_one_line(f"{entry_id} · {as_text(item.entry.get('timestamp', ''))}"))
+        out += [f"**{_inline(name)}**{_inline(marks)} <sub>{stamp}</sub>", ""]
         for part in parts(item.entry):
             out += _markdown_part(part)
     return "\n".join(out).rstrip() + "\n"
@@ -162,26 +239,84 @@ def markdown(title: str, items: Sequence[Item]) -> str:
 
 def _markdown_part(part: Part) -> list[str]:
     if part.kind == "text":
-        return [part.text, ""]
+        return [*_markdown_prose(part.text), ""]
     if part.kind == "note":
-        return [f"_{part.text}_", ""]
+        return [f"_{_inline(_one_line(part.text))}_", ""]
     if part.kind == "image":
-        return [f"_[image, {part.media_type or 'unknown type'}]_", ""]
+        return [f"_[image, {_inline(_one_line(part.media_type)) or 'unknown type'}]_", ""]
     if part.kind == "summary":
-        return ["> " + line for line in part.text.splitlines() or [""]] + [""]
-    summary = {"thinking": "Thinking", "tool-call": f"Tool call: {part.title}", "tool-result": f"Result: {part.title}"}
+        return ["> " + line if line else ">" for line in _markdown_prose(part.text)] + [""]
+    summary = {"thinking": "Thinking", "tool-call": f"Tool call: {part.title}", "tool-result": f"Result: {part.title}",
+               "system": f"System prompt ({part.title})"}
     name = summary.get(part.kind, part.kind) + (" (error)" if part.error else "")
     if part.kind == "code":
         return [*_fenced(part.text, "sh"), ""]
     body = _fenced(part.text, "json" if part.kind == "tool-call" else "")
-    return ["<details>", f"<summary>{html.escape(name)}</summary>", "", *body, "", "</details>", ""]
+    return ["<details>", f"<summary>{html.escape(_one_line(name))}</summary>", "", *body, "", "</details>", ""]
 
 
 def _fenced(text: str, language: str) -> list[str]:
-    """A code block whose fence is longer than any run of backticks in the text."""
-    longest = max((len(m.group(1)) for m in _FENCE.finditer(text)), default=2)
+    """A code block whose fence is longer than any run of backticks in the text, so no line of it
+    (however indented: CommonMark closes a fence indented up to three spaces) can close it."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=2)
     fence = "`" * max(3, longest + 1)
     return [f"{fence}{language}", text, fence]
+
+
+def _markdown_prose(text: str) -> list[str]:
+    """Prose as Markdown, with no HTML of its own: `&` and `<` escaped outside fenced code, inline code
+    spans written as <code> elements of escaped text, a fence left open closed at the end.
+
+    A fence is taken as code only when it opens at column 0: indented, a renderer may read it as
+    part of a list item that a later line ends, and what followed would be HTML."""
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is not None:
+            out.append(line)
+            closing = _FENCE_CLOSE.fullmatch(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
+                fence = None
+            continue
+        opening = _FENCE_OPEN.fullmatch(line)
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            out += [_inline(line) for line in prose]
+            prose = []
+            fence = opening.group(1)
+            out.append(fence + _inline(opening.group(2)))
+            continue
+        prose.append(line)
+    out += [_inline(line) for line in prose]
+    if fence is not None:
+        out.append(fence)
+    return out
+
+
+def _inline(text: str) -> str:
+    """One line of prose: code spans (a run of backticks closed by the next run as long, on the same
+    line) as <code> elements, and `&` and `<` escaped everywhere else."""
+    if "`" not in text:
+        return _escape(text)
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    out, at, n = [], 0, 0
+    while n < len(runs):
+        start, end = runs[n]
+        closing = next((k for k in range(n + 1, len(runs)) if runs[k][1] - runs[k][0] == end - start), None)
+        if closing is None:
+            n += 1
+            continue
+        code = text[end : runs[closing][0]]
+        if len(code) > 2 and code[0] == code[-1] == " " and code.strip():
+            code = code[1:-1]
+        out += [_escape(text[at:start]), f"<code>{html.escape(code, quote=False)}</code>"]
+        at, n = runs[closing][1], closing + 1
+    out.append(_escape(text[at:]))
+    return "".join(out)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 # --------------------------------------------------------------------------- HTML
@@ -206,6 +341,7 @@ pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; 
   font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; white-space: pre-wrap; }
 details { margin: .4rem 0; } summary { cursor: pointer; color: var(--muted); }
 .error > summary { color: var(--error); } .leaf-mark { color: var(--summary); }
+.edit-mark { color: var(--tool); font-weight: 400; font-size: .85rem; } .system { border-color: var(--muted); }
 .branch { margin-left: 1.2rem; padding-left: .6rem; border-left: 2px dashed var(--line); }
 .branch > h2 { font-size: .95rem; color: var(--muted); margin: .8rem 0 .2rem; }
 .off-path .entry { opacity: .78; }
@@ -216,7 +352,7 @@ nav ul { padding-left: 1.2rem; } nav a { color: var(--user); }
 
 def page(title: str, items: Sequence[Item], tree: bool) -> str:
     """One self-contained page: styles inline, no script, no external reference."""
-    body = list(_html_body(items))
+    body = list(_html_body(items, context_edits(items)))
     navigation = list(_navigation(items)) if tree else []
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -240,7 +376,7 @@ def _navigation(items: Sequence[Item]) -> Iterator[str]:
     yield "</ul></details></nav>"
 
 
-def _html_body(items: Sequence[Item]) -> Iterator[str]:
+def _html_body(items: Sequence[Item], edits: dict[str, str]) -> Iterator[str]:
     open_depths: list[int] = []
     for n, item in enumerate(items):
         while open_depths and (open_depths[-1] > item.depth or (item.starts_branch and open_depths[-1] == item.depth)):
@@ -251,16 +387,18 @@ def _html_body(items: Sequence[Item]) -> Iterator[str]:
             note = "branch on the path to the leaf" if item.on_leaf_path else "branch"
             yield f'<section class="branch{path}" id="branch-{n}"><h2>{note}</h2>'
             open_depths.append(item.depth)
-        yield _html_entry(item)
+        yield _html_entry(item, edits)
     yield "</section>" * len(open_depths)
 
 
-def _html_entry(item: Item) -> str:
+def _html_entry(item: Item, edits: dict[str, str]) -> str:
     css, name = heading(item.entry)
-    entry_id = html.escape(str(item.entry.get("id", "")))
-    stamp = html.escape(str(item.entry.get("timestamp", "")))
+    raw_id = as_text(item.entry.get("id", ""))
+    entry_id = html.escape(raw_id)
+    stamp = html.escape(as_text(item.entry.get("timestamp", "")))
     leaf = ' <span class="leaf-mark">← leaf</span>' if item.is_leaf else ""
-    header = f'<header>{html.escape(name)}{leaf}<span class="meta">{entry_id} · {stamp}</span></header>'
+    edit = f' <span class="edit-mark">{html.escape(edits[raw_id])}</span>' if raw_id in edits else ""
+    header = f'<header>{html.escape(name)}{edit}{leaf}<span class="meta">{entry_id} · {stamp}</span></header>'
     body = "".join(_html_part(part) for part in parts(item.entry))
     return f'<article class="entry {html.escape(css)}" id="e-{entry_id}">{header}{body}</article>'
 
@@ -281,7 +419,8 @@ def _html_part(part: Part) -> str:
         return f'<img alt="image" src="{html.escape(data, quote=True)}">'
     if part.kind == "tool-result":
         return _html_result(part)
-    title = "Thinking" if part.kind == "thinking" else f"Tool call: {part.title}"
+    titles = {"thinking": "Thinking", "system": f"System prompt ({part.title})"}
+    title = titles.get(part.kind, f"Tool call: {part.title}")
     return f"<details><summary>{html.escape(title)}</summary><pre><code>{html.escape(part.text)}</code></pre></details>"
 
 

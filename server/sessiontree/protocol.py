@@ -2,9 +2,11 @@
 
 Every custom method has a params class and a result class here, and `METHODS`
 maps the method name to both. Field names are snake_case in Python and camelCase
-on the wire. On the wire, an absent optional field and `null` mean the same,
-except for the fields typed `MaybeId` (`leafId`, `parentId`, `entryId`), where
-absent means "the current leaf" and `null` means "no entry" (pi's `resetLeaf`).
+on the wire. On the wire, an absent optional field and `null` mean the same (the
+converter reads `null` as the field's default, for every class), except for the
+fields typed `MaybeId` (`leafId`, `parentId`, `expectedLeafId`, `fromId`, `since`),
+where absent means "the default" and `null` means "no entry" (pi's `resetLeaf`).
+Types are checked, never coerced: a wrong one is InvalidParams naming the field.
 protocol.md documents each method; a test keeps it, this table and the
 registered handlers in step.
 
@@ -16,11 +18,13 @@ UNSET) are defined in the domain's modules and imported here, never the other wa
 from __future__ import annotations
 
 import re
+import typing
 from typing import Any, Final, Literal
 
 import attrs
 import cattrs
 import orjson
+from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import jsonfmt
@@ -603,6 +607,27 @@ def _structure_object(value: Any, _type: Any) -> JsonObject:
     return value
 
 
+def _is_list(kind: Any) -> bool:
+    return typing.get_origin(kind) is list
+
+
+def _strict_list(conv: cattrs.Converter) -> Any:
+    """cattrs takes any iterable for a list (an object's keys, a string's characters); the wire must
+    send an array."""
+
+    def factory(kind: Any) -> Any:
+        structure = list_structure_factory(kind, conv)
+
+        def hook(value: Any, _type: Any) -> Any:
+            if not isinstance(value, list):
+                raise ValueError(f"expected an array, got {type(value).__name__}")
+            return structure(value, _type)
+
+        return hook
+
+    return factory
+
+
 def _tree_nodes_to_wire(conv: cattrs.Converter) -> Any:
     unstructure = conv.get_unstructure_hook(list[TreeNode])
 
@@ -626,6 +651,15 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+def _null_means_absent(cls: type) -> frozenset[str]:
+    """The wire names of `cls`'s optional fields whose `null` must be read as absent: every field with
+    a default other than None (a None default already takes `null`), except the `MaybeId` ones, where
+    `null` means "no entry"."""
+    return frozenset(
+        to_camel(f.name) for f in attrs.fields(cls) if f.default not in (attrs.NOTHING, None, UNSET)
+    )
+
+
 def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
     for kind in (str, int, bool, float):
@@ -636,13 +670,24 @@ def make_converter() -> cattrs.Converter:
         conv.register_structure_hook(number, _structure_number)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
+    conv.register_structure_hook_factory(_is_list, _strict_list(conv))
     # Entries, messages and headers are JSON already: walking them again would only copy them.
     conv.register_unstructure_hook_func(_is_json_payload, _as_is)
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)}
         # The keys are field names, never one of the `_cattrs_` options the same ** also takes.
-        return make_dict_structure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+        structure: Any = make_dict_structure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+        nullable = _null_means_absent(cls)
+        if not nullable:
+            return structure
+
+        def structure_null_as_absent(value: Any, kind: Any) -> Any:
+            if isinstance(value, dict) and any(value.get(name, UNSET) is None for name in nullable):
+                value = {key: item for key, item in value.items() if not (item is None and key in nullable)}
+            return structure(value, kind)
+
+        return structure_null_as_absent
 
     def unstructure_factory(cls: type) -> Any:
         overrides = {
@@ -664,6 +709,13 @@ def _camel_path(problem: str) -> str:
     """Name the field as the client spelled it: `@ params.session_id` -> `@ params.sessionId`."""
     text, sep, path = problem.rpartition(" @ ")
     return f"{text}{sep}{to_camel(path)}" if sep else problem
+
+
+def _field_of(problem: str) -> str:
+    """The field a problem names, as `data.field` spells it: `... @ params.settings.reserveTokens`
+    -> `settings.reserveTokens`; `$` for the params themselves."""
+    _, sep, path = problem.rpartition(" @ params")
+    return path.lstrip(".") or "$" if sep else "$"
 
 
 def _plain_append(params: dict[str, Any]) -> AppendParams | None:
@@ -690,7 +742,8 @@ def parse_params(method: str, params: Any) -> Any:
             problems = [_camel_path(p) for p in cattrs.transform_error(exc, path="params")]
         else:
             problems = [str(exc)]
-        raise InvalidParams(f"invalid params for {method}: {'; '.join(problems)}", problems=problems) from None
+        message = f"invalid params for {method}: {'; '.join(problems)}"
+        raise InvalidParams(message, field=_field_of(problems[0]), problems=problems) from None
 
 
 def to_wire(value: Any) -> Any:

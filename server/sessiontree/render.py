@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-import orjson
-
 from .protocol import ContextResult, TreeNode, TreeResult
+from .shown import as_text, json_text
 
 PREVIEW_CHARS: Final = 80
 MAX_COLUMNS: Final = 40  # deeper branch nesting is elided with "…"
@@ -62,7 +61,7 @@ def _describe(node: TreeNode, is_leaf: bool) -> str:
 def context_lines(context: ContextResult) -> Iterator[str]:
     """The messages as the model sees them: a header per message, then its text."""
     model = context.model or {}
-    model_name = "/".join(str(model[k]) for k in ("provider", "modelId") if model.get(k)) or "none"
+    model_name = "/".join(as_text(model[k]) for k in ("provider", "modelId") if model.get(k)) or "none"
     yield f"# model: {model_name}  thinking: {context.thinking_level or 'off'}  leaf: {context.leaf_id}"
     for message in context.messages:
         yield ""
@@ -71,19 +70,19 @@ def context_lines(context: ContextResult) -> Iterator[str]:
 
 
 def _header(message: dict[str, Any]) -> str:
-    role = str(message.get("role", "?"))
+    role = one_line(as_text(message.get("role", "?")))
     for key in ("toolName", "customType", "command"):
         if message.get(key):
-            return f"{role} ({message[key]})"
+            return f"{role} ({one_line(as_text(message[key]))})"
     return role
 
 
 def _body(message: dict[str, Any]) -> str:
     role = message.get("role")
     if role in ("branchSummary", "compactionSummary"):
-        return str(message.get("summary", ""))
+        return as_text(message.get("summary", ""))
     if role == "bashExecution":
-        return f"$ {message.get('command', '')}\n{message.get('output', '')}"
+        return f"$ {as_text(message.get('command', ''))}\n{as_text(message.get('output', ''))}"
     return _content_text(message.get("content"))
 
 
@@ -91,21 +90,21 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        return "" if content is None else str(content)
+        return as_text(content)
     return "\n".join(_block_text(block) for block in content)
 
 
 def _block_text(block: Any) -> str:
     if not isinstance(block, dict):
-        return str(block)
+        return as_text(block)
     kind = block.get("type")
     if kind == "text":
-        return str(block.get("text", ""))
+        return as_text(block.get("text", ""))
     if kind == "thinking":
-        return f"[thinking] {block.get('thinking', '')}"
+        return f"[thinking] {as_text(block.get('thinking', ''))}"
     if kind == "toolCall":
-        arguments = orjson.dumps(block.get("arguments", {})).decode()
-        return f"[tool call {block.get('name', '?')}] {arguments}"
+        arguments = json_text(block.get("arguments", {}), indent=False)
+        return f"[tool call {as_text(block.get('name', '?'))}] {arguments}"
     if kind == "image":
-        return f"[image {block.get('mimeType', '')}]".replace(" ]", "]")
-    return f"[{kind}]"
+        return f"[image {as_text(block.get('mimeType', ''))}]".replace(" ]", "]")
+    return f"[{as_text(kind)}]"

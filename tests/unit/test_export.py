@@ -13,7 +13,8 @@ from sessiontree import export
 from sessiontree import protocol as p
 from sessiontree.errors import EntryNotFound
 from sessiontree.service import ServiceConfig, SessionService
-from support.messages import user_entry
+from support import pi16_entries as pi16
+from support.messages import line, user_entry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> & "quotes"'
@@ -115,3 +116,30 @@ def test_an_unknown_leaf_is_an_error(service: SessionService) -> None:
         service.export(p.ExportParams(sid, "html", leaf_id="ffffffff"))
     other = service.export(p.ExportParams(sid, "markdown", leaf_id="2c3d4e5f")).content
     assert "Raise a ValueError" in other and "On second thought" not in other
+
+
+def _pi16(service: SessionService) -> str:
+    path = service.root / "--w--" / "pi16.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(line(pi16.HEADER) + b"".join(line(e) for e in pi16.session()))
+    return service.open(p.OpenParams(str(path))).session_id
+
+
+def test_pi_16_entries_read_as_what_they_do(service: SessionService) -> None:
+    """A system message collapsed to its sections' and tools' names, context edits as what they do
+    with their targets marked on the path, a usage entry as one line."""
+    sid = _pi16(service)
+    text = service.export(p.ExportParams(sid, "markdown", leaf_id="b0000009")).content
+    assert "<details>\n<summary>System prompt (sections: preamble, cwd, skills; tools: read, bash, edit)</summary>" in text
+    assert "tool read: The read tool." in text and '"properties"' not in text  # no JSON schema inline
+    assert "**Assistant** · hidden from the context by b0000007 <sub>" in text
+    assert "**Tool result · read** · edited in the context by b0000006 <sub>" in text
+    assert "_replaces the content of b0000004 in the context with:_\n\nfile body (edited)" in text
+    assert "_hides b0000003 from the context_" in text
+    assert "_usage: cache_warm · anthropic/claude-x · 150 tokens · cost 0.2000 · cache warming_" in text
+    other_branch = service.export(p.ExportParams(sid, "markdown")).content  # the edits are not on this path
+    assert "hidden from the context" not in other_branch
+    page = service.export(p.ExportParams(sid, "html", leaf_id="b0000009", scope="tree")).content
+    _assert_inert(page)
+    assert "<details><summary>System prompt (sections: preamble, cwd, skills; tools: read, bash, edit)" in page
+    assert '<span class="edit-mark">hidden from the context by b0000007</span>' in page

@@ -13,6 +13,8 @@ from sessiontree import protocol as p
 from sessiontree import stats
 from sessiontree.errors import InvalidParams
 from sessiontree.service import ServiceConfig, SessionService
+from support import pi16_entries as pi16
+from support.messages import line
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "examples" / "demo-session.jsonl"
 
@@ -60,12 +62,13 @@ def test_usage_tokens_cost_models_days_and_tools_add_up(service: SessionService)
     sid = service.create(p.CreateParams("/w")).session_id
     service.append(p.AppendParams(sid, entries=[_assistant(10, 0.5, ["read", "bash"]), _assistant(20, 0.25, ["read"], "m2")]))
     odd = _assistant(99, 9.0, ["edit"])
-    odd["message"]["usage"]["input"] = "lots"  # an odd usage: no numbers, but its tool call counts
+    odd["message"]["usage"]["input"] = "lots"  # an odd number: skipped, the others and its tool call count
     service.append(p.AppendParams(sid, entry=odd))
     tree = service.stats(p.StatsParams(session_id=sid)).tree
     assert tree["toolCalls"] == {"read": 2, "bash": 1, "edit": 1}
-    assert tree["usage"]["tokens"] == {"input": 30, "output": 2, "cacheRead": 4, "cacheWrite": 6, "total": 42}
-    assert tree["usage"]["cost"]["total"] == 0.75 and tree["usage"]["assistantMessages"] == 3
+    assert tree["usage"]["tokens"] == {"input": 30, "output": 3, "cacheRead": 6, "cacheWrite": 9, "total": 48}
+    assert tree["usage"]["cost"]["total"] == 9.75 and tree["usage"]["assistantMessages"] == 3
+    assert tree["usage"]["skipped"] == 1 and tree["usage"]["usages"] == 3
     assert tree["byModel"]["p/m1"]["tokens"]["input"] == 10 and tree["byModel"]["p/m2"]["cost"]["input"] == 0.25
     service.branch(p.BranchParams(sid, entry_id=None))
     assert service.stats(p.StatsParams(session_id=sid)).path["entries"] == 0  # type: ignore[index]
@@ -90,3 +93,26 @@ def test_exactly_one_of_session_and_cwd(service: SessionService, params: p.Stats
 
 def test_a_line_that_is_not_json_adds_no_usage() -> None:
     assert stats.facts_of(b"{not json") is None
+
+
+def test_pi_16_usage_is_counted_as_pi_counts_it(service: SessionService) -> None:
+    """Usage entries, tool results', compactions' and branch summaries' usage, keyed by `responseModel
+    ?? model`: the totals and the per-model breakdown pi 1.6.0's code gives (support/pi16_entries.py)."""
+    path = service.backend.directory_for("/w") / "pi16.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(line(pi16.HEADER) + b"".join(line(e) for e in pi16.session()))
+    result = service.stats(p.StatsParams(session_id=service.open(p.OpenParams(str(path))).session_id))
+    tree, on_path = result.tree, result.path
+    assert on_path is not None
+    assert tree["usage"]["tokens"]["total"] == pi16.PI_TOTAL_TOKENS
+    assert tree["usage"]["cost"]["total"] == pytest.approx(pi16.PI_TOTAL_COST)
+    assert tree["usage"]["assistantMessages"] == 3 and tree["usage"]["usages"] == 7 and tree["usage"]["skipped"] == 0
+    assert set(tree["byModel"]) == set(pi16.PI_BREAKDOWN)
+    for key, (tokens, cost) in pi16.PI_BREAKDOWN.items():
+        assert tree["byModel"][key]["tokens"]["total"] == tokens and tree["byModel"][key]["cost"]["total"] == pytest.approx(cost)
+    assert tree["messagesByRole"] == {"assistant": 3, "system": 1, "toolResult": 1, "user": 1}
+    assert tree["types"]["usage"] == 1 and tree["types"]["context_edit"] == 2
+    assert tree["toolCalls"] == {"read": 3}
+    # the path (system, user, branch summary, the last assistant): its own two usages
+    assert on_path["usage"]["usages"] == 2 and on_path["usage"]["tokens"]["total"] == 10 + 7
+    assert set(on_path["byModel"]) == {"Tools/summaries", "anthropic/claude-y"}
