@@ -279,3 +279,75 @@ def test_names_are_paths_below_the_root_or_pi_s_place_for_the_header_cwd(
     expected = {"--somewhere--/deeper/a.jsonl": "created", f"{encoded}/b.jsonl": "created"}
     assert outcomes(done) == expected
     assert sorted(name for (name,) in sql(pg_dsn, "SELECT name FROM sessiontree.sessions")) == sorted(expected)
+
+
+# --------------------------------------------------------------------------- names from the store are untrusted
+
+HOSTILE_NAMES = [
+    "../../../.ssh/authorized_keys",
+    "--home-user-project--/../../../escaped.jsonl",
+    "../escaped.jsonl",
+    "/tmp/absolute.jsonl",
+    "--home-user-project--//empty-part.jsonl",
+    "--home-user-project--/./dot.jsonl",
+    "--home-user-project--/\x1b[31mred.jsonl",
+]
+
+
+def copy_row(dsn: str, source: str, name: str) -> None:
+    """A row as any role serving the store may insert it: `source`'s session under `name`."""
+    with psycopg.connect(dsn, autocommit=True) as connection, connection.transaction():
+        row = connection.execute(
+            "INSERT INTO sessiontree.sessions (name, directory, header, size, message_count, first_message)"
+            " SELECT %s, %s, header, size, message_count, first_message FROM sessiontree.sessions WHERE name = %s"
+            " RETURNING sid",
+            (name, name.rsplit("/", 1)[0] if "/" in name else ".", source),
+        ).fetchone()
+        assert row is not None
+        connection.execute(
+            "INSERT INTO sessiontree.lines (sid, off, entry_id, data) SELECT %s, off, entry_id, data"
+            " FROM sessiontree.lines JOIN sessiontree.sessions USING (sid) WHERE name = %s",
+            (row[0], source),
+        )
+
+
+def test_pull_refuses_store_names_that_are_no_path_below_the_root_and_pulls_the_rest(
+    pg_dsn: str, root: Path, tmp_path: Path
+) -> None:
+    path = place(root, VALID)
+    good = f"--home-user-project--/{VALID}"
+    push(pg_dsn, root, path)
+    for name in HOSTILE_NAMES:
+        copy_row(pg_dsn, good, name)
+    home = tmp_path / "home"
+    target = home / "user" / "sessions"  # `../../../` from the root reaches tmp_path
+    before = {str(p) for p in tmp_path.rglob("*")}
+    everything = pull(pg_dsn, target)
+    assert everything.returncode == 1, everything.stdout + everything.stderr
+    assert "Traceback" not in everything.stderr
+    assert outcomes(everything)[good] == "created"
+    assert (target / good).read_bytes() == path.read_bytes()
+    failed = [line for line in everything.stdout.splitlines() if line.startswith("! failed")]
+    assert len(failed) == len(HOSTILE_NAMES), everything.stdout
+    assert all("not a path below the sessions root" in line for line in failed)
+    assert "\x1b" not in everything.stdout  # an escape sequence is shown escaped, never sent to the terminal
+    after = {str(p) for p in tmp_path.rglob("*") if not str(p).startswith(str(target))}
+    assert after == before | {str(home), str(home / "user")}  # the root's parents only: nothing beside them
+    named = pull(pg_dsn, target, "--home-user-project--/../../../escaped.jsonl")  # by the user: a path outside
+    assert named.returncode == 1 and not (home / "escaped.jsonl").exists()
+
+
+def test_list_and_search_never_show_a_store_name_outside_the_root(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    good = f"--home-user-project--/{VALID}"
+    push(pg_dsn, root, path)
+    for name in ("../escaped.jsonl", "--home-user-project--/\x1b[31mred.jsonl"):
+        copy_row(pg_dsn, good, name)
+    service = SessionService(ServiceConfig(root, store=pg_dsn))
+    try:
+        listed = [summary.path for summary in service.list(p.ListParams()).sessions]
+        assert listed == [str(root / good)]
+        found = service.search(p.SearchParams(query="question"), service.refresh_search())
+        assert found.hits and {hit.path for hit in found.hits} == {str(root / good)}
+    finally:
+        service.close_all()

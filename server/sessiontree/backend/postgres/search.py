@@ -24,6 +24,7 @@ from ... import jsonfmt
 from ...search import RANK_WINDOW, LeafPath, RefreshStats, SearchHit, SearchPage, Syntax
 from ...search import query as q
 from ...search.refresh import _entry_row as entry_row  # the file store's rows: the same entries, the same text
+from . import names
 from .database import Connection, Database
 from .fts import marked_snippet, tsvector
 from .fts_query import Compiled, compile_expression
@@ -205,6 +206,8 @@ class PostgresSearch:
             if seq not in details:
                 continue
             sid, name, session_id, cwd, entry_id, parent_id, kind, role, stamp, ms, off, body, last, indexed = details[seq]
+            if not names.is_safe(name):  # not a path below the root: never shown as one
+                continue
             path = str(self.root / name)
             if path not in known:
                 opened = leaf_path(path) if leaf_path is not None else None

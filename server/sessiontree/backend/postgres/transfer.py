@@ -22,6 +22,7 @@ from ...listing import Summary
 from ...paths import encode_cwd
 from ...store import FileStorage, confined
 from ..files import FileBackend
+from . import names
 from .backend import PostgresBackend
 from .database import Connection
 from .schema import CHANNEL
@@ -54,12 +55,12 @@ def store_name(backend: PostgresBackend, path: Path) -> str:
     """The name a file gets: its path below the sessions root, else pi's place for its header's cwd."""
     resolved = path.resolve()
     if backend.root in resolved.parents:
-        return backend.name_of(resolved)
+        return names.checked(backend.name_of(resolved))
     for line in whole_lines(_chunks(path)):
         header = header_of(line.rstrip(b"\r\n"))
         if header is not None:
             cwd = header.get("cwd")
-            return f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}"
+            return names.checked(f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}")
     raise NotASessionFile(f"{path} holds no session header", path=str(path))
 
 
@@ -173,10 +174,11 @@ def stored_names(backend: PostgresBackend, wanted: list[str]) -> list[str]:
 
 
 def pull(backend: PostgresBackend, name: str, files: FileBackend) -> Moved:
+    """One session written back; a name that is no path below the root fails alone."""
     try:
-        return _pull(backend, name, files)
+        return _pull(backend, names.checked(name), files)
     except (OSError, SessionTreeError) as exc:
-        return Moved(name, "failed", message=_reason(exc))
+        return Moved(names.shown(name), "failed", message=_reason(exc))
 
 
 def _pull(backend: PostgresBackend, name: str, files: FileBackend) -> Moved:
