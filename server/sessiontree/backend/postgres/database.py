@@ -9,35 +9,17 @@ every session; a transaction is open only while a session's row is locked for an
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from psycopg import conninfo
 
 from ...errors import StorageError, StoreUnavailable
+from .dsn import redacted, scrub, secrets, unreadable
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 CONNECT_TIMEOUT = 10  # seconds: a store that does not answer is reported, not waited on forever
-
-
-def redacted(dsn: str) -> str:
-    """The connection string as it may be shown: every setting but the password."""
-    try:
-        params = conninfo.conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "(an unreadable connection string)"
-    shown = {key: value for key, value in params.items() if key != "password"}
-    return " ".join(f"{key}={value}" for key, value in shown.items()) or "(libpq's defaults)"
-
-
-def _secrets(dsn: str) -> list[str]:
-    found = [os.environ.get("PGPASSWORD", "")]
-    with contextlib.suppress(psycopg.Error):
-        found.append(str(conninfo.conninfo_to_dict(dsn).get("password") or ""))
-    return [secret for secret in found if secret]
 
 
 def _readable(fd: int, seconds: float) -> bool:
@@ -69,7 +51,7 @@ class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.shown = redacted(dsn)
-        self._secrets = _secrets(dsn)
+        self._secrets = secrets(dsn)
         self._connection: Connection | None = None
 
     def connection(self) -> Connection:
@@ -83,7 +65,11 @@ class Database:
         return self._connection
 
     def connect(self) -> Connection:
-        """A connection of its own, in autocommit: transactions are begun explicitly."""
+        """A connection of its own, in autocommit: transactions are begun explicitly. A string
+        libpq cannot parse is refused without quoting it (libpq's message would)."""
+        reason = unreadable(self.dsn)
+        if reason is not None:
+            raise StorageError(f"the store's connection string cannot be read: {reason}", store=self.shown)
         return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="sessiontree")
 
     @contextlib.contextmanager
@@ -104,9 +90,7 @@ class Database:
     def scrub(self, exc: BaseException) -> str:
         """An error's message with any password taken out (libpq's messages should not hold one)."""
         message = str(exc).strip() or type(exc).__name__
-        for secret in self._secrets:
-            message = message.replace(secret, "********")
-        return " ".join(message.split())
+        return " ".join(scrub(message, self._secrets).split())
 
     def in_transaction(self) -> bool:
         connection = self._connection
