@@ -351,3 +351,49 @@ def test_list_and_search_never_show_a_store_name_outside_the_root(pg_dsn: str, r
         assert found.hits and {hit.path for hit in found.hits} == {str(root / good)}
     finally:
         service.close_all()
+
+
+# --------------------------------------------------------------------------- a merge adds each id once
+
+
+def daemon_append(root: Path, dsn: str, path: Path, text: str) -> None:
+    service = SessionService(ServiceConfig(root, store=dsn))
+    try:
+        sid = service.open(p.OpenParams(str(path))).session_id
+        message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1735689800000}
+        service.append(p.AppendParams(sid, entry={"type": "message", "message": message}))
+    finally:
+        service.close_all()
+
+
+def stored_ids(dsn: str, name: str) -> list[str]:
+    ids = []
+    for line in stored_bytes(dsn, name).splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("type") != "session":
+            ids.append(value.get("id"))
+    return ids
+
+
+def test_a_merge_does_not_add_again_an_entry_an_earlier_push_caught_half_written(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    name = f"--home-user-project--/{VALID}"
+    line = entry("4a1f0001", last_id(path), "written in two goes")
+    with path.open("ab") as out:
+        out.write(line[:25])  # the writer is half way through the line
+    assert outcomes(push(pg_dsn, root, path)) == {name: "created"}
+    with path.open("ab") as out:
+        out.write(line[25:])
+    assert outcomes(push(pg_dsn, root, path)) == {name: "appended"}
+    daemon_append(root, pg_dsn, path, "the store goes its own way")
+    with path.open("ab") as out:  # and so does the file, holding one id twice (a pi quirk)
+        out.write(entry("4a1f0002", "4a1f0001", "file only") + entry("4a1f0002", "4a1f0001", "file only"))
+    merged = push(pg_dsn, root, path)
+    assert outcomes(merged) == {name: "merged"}, merged.stdout
+    assert "(1 entries)" in merged.stdout
+    ids = stored_ids(pg_dsn, name)
+    assert ids.count("4a1f0001") == ids.count("4a1f0002") == 1, ids
+    assert outcomes(push(pg_dsn, root, path)) == {name: "unchanged"}

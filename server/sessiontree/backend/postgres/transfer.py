@@ -135,25 +135,53 @@ def _continue(connection: Connection, sid: int, stored: int, summary: Summary, p
     unfinished = unfinished_line(connection, sid)
     lines = whole_lines(_chunks(path, stored))
     first = next(lines, b"")
-    if unfinished and first.endswith(b"\n"):
+    completed = unfinished and first.endswith(b"\n")
+    if completed:
         summary.add((unfinished + first)[:-1])
     add_lines(connection, sid, stored, summary, [first, *lines], skip=1 if unfinished else 0)
+    if completed:  # the whole line's id, on the row that completes it: a lookup by id (a merge) finds it
+        connection.execute(
+            "UPDATE sessiontree.lines SET entry_id = %s WHERE sid = %s AND off = %s",
+            (entry_id_of(unfinished + first), sid, stored),
+        )
 
 
-def _merge(connection: Connection, sid: int, stored: int, summary: Summary, path: Path) -> int:
-    """The file and the store went their own ways: the file's entries the store lacks are added, in
-    the file's order, on fresh lines. Returns how many."""
+def _stored_ids(connection: Connection, sid: int) -> set[str]:
+    """The ids of the session's entries. A line split over rows (a torn line a later push
+    completed) may have its id on none of them: those rows are joined and read again."""
     known = {
         str(entry_id)
         for (entry_id,) in connection.execute(
             "SELECT entry_id FROM sessiontree.lines WHERE sid = %s AND entry_id IS NOT NULL", (sid,)
         )
     }
-    missing = [
-        line if line.endswith(b"\n") else line + b"\n"
-        for line in whole_lines(_chunks(path))
-        if (entry_id := entry_id_of(line)) is not None and entry_id not in known and header_of(line) is None
-    ]
+    carry, end = b"", -1
+    rows = connection.execute(
+        "SELECT off, data FROM sessiontree.lines WHERE sid = %s AND entry_id IS NULL ORDER BY off", (sid,)
+    )
+    for off, data in rows:
+        if off != end:  # not the rest of the line before
+            carry = b""
+        carry += bytes(data)
+        end = off + len(data)
+        if carry.endswith(b"\n"):
+            if (entry_id := entry_id_of(carry)) is not None:
+                known.add(entry_id)
+            carry = b""
+    return known
+
+
+def _merge(connection: Connection, sid: int, stored: int, summary: Summary, path: Path) -> int:
+    """The file and the store went their own ways: the file's entries the store lacks are added, in
+    the file's order, on fresh lines, each id once. Returns how many."""
+    known = _stored_ids(connection, sid)
+    missing = []
+    for line in whole_lines(_chunks(path)):
+        entry_id = entry_id_of(line)
+        if entry_id is None or entry_id in known or header_of(line) is not None:
+            continue
+        known.add(entry_id)  # a file holding an id twice adds it once
+        missing.append(line if line.endswith(b"\n") else line + b"\n")
     if not missing:
         return 0
     fence = [b"\n"] if unfinished_line(connection, sid) else []
