@@ -16,10 +16,10 @@ from typing import Any
 import psycopg
 
 from ...errors import StorageError, StoreUnavailable
-from .dsn import redacted, scrub, secrets, unreadable
+from .bounds import AnswerTimeout, BoundedConnection, connect_arguments, settle
+from .dsn import redacted, scrub, secrets, settings, unreadable
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-CONNECT_TIMEOUT = 10  # seconds: a store that does not answer is reported, not waited on forever
 
 
 def _readable(fd: int, seconds: float) -> bool:
@@ -47,6 +47,27 @@ def _ended_while_idle(connection: Connection) -> bool:
     return pgconn.status != psycopg.pq.ConnStatus.OK
 
 
+_TIMEOUTS: dict[str, str] = {
+    "lock": "a session's row stayed locked by another connection to the store for longer than lock_timeout",
+    "statement": "the store's statement ran for longer than statement_timeout",
+    "answer": "the store stopped answering",
+    "connect": "the store could not be reached within connect_timeout",
+}
+
+
+def _timeout_of(exc: psycopg.Error) -> str | None:
+    """Which bound ended the wait, if one did."""
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return "lock"
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return "statement"
+    if isinstance(exc, AnswerTimeout):
+        return "answer"
+    if isinstance(exc, psycopg.errors.ConnectionTimeout):
+        return "connect"
+    return None
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
@@ -70,7 +91,14 @@ class Database:
         reason = unreadable(self.dsn)
         if reason is not None:
             raise StorageError(f"the store's connection string cannot be read: {reason}", store=self.shown)
-        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="sessiontree")
+        extra = connect_arguments(settings(self.dsn) or {})
+        connection = BoundedConnection.connect(self.dsn, autocommit=True, application_name="sessiontree", **extra)
+        try:
+            settle(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -78,14 +106,22 @@ class Database:
         dropped, so the next call connects again); anything else the server refused, StorageError."""
         try:
             yield
-        except psycopg.OperationalError as exc:
-            self.drop()
-            raise StoreUnavailable(
-                f"the session store is unavailable: {self.scrub(exc)}; the next request connects again",
-                store=self.shown,
-            ) from None
         except psycopg.Error as exc:
-            raise StorageError(f"the session store refused: {self.scrub(exc)}", store=self.shown) from None
+            if not isinstance(exc, psycopg.OperationalError) and not self._lost():
+                raise StorageError(f"the session store refused: {self.scrub(exc)}", store=self.shown) from None
+            self.drop()  # a timed-out statement aborted its transaction: connecting again ends it too
+            timeout = _timeout_of(exc)
+            why = _TIMEOUTS[timeout] if timeout else "the session store is unavailable"
+            raise StoreUnavailable(
+                f"{why}: {self.scrub(exc)}; the next request connects again",
+                store=self.shown,
+                **({"timeout": timeout} if timeout else {}),
+            ) from None
+
+    def _lost(self) -> bool:
+        """Whether the server ended the connection (an idle-in-transaction timeout, a shutdown)."""
+        connection = self._connection
+        return connection is not None and connection.closed
 
     def scrub(self, exc: BaseException) -> str:
         """An error's message with any password taken out (libpq's messages should not hold one)."""
