@@ -206,6 +206,14 @@ def marked_snippet(text: str, phrases: list[Phrase], tokens: int = SNIPPET_TOKEN
     return "".join(out)
 
 
+_FEW_PHRASES: Final = 8
+
+
+def _any_within(places: list[int], start: int, stop: int) -> bool:
+    index = bisect.bisect_left(places, start)
+    return index < len(places) and places[index] < stop
+
+
 def _best_start(text: str, found: list[tuple[int, int, str]], hits: list[tuple[int, int]], tokens: int) -> int:
     """Where the snippet starts: the window with the most different phrases (then the most
     matches), preferring a sentence's start, as FTS5 scores them. Each window is scored from the
@@ -213,17 +221,21 @@ def _best_start(text: str, found: list[tuple[int, int, str]], hits: list[tuple[i
     if len(found) <= tokens or not hits:
         return 0
     positions = [at for at, _ in hits]
+    by_phrase: dict[int, list[int]] = {}
+    for at, phrase in hits:
+        by_phrase.setdefault(phrase, []).append(at)
+    few = len(by_phrase) <= _FEW_PHRASES
     scores: dict[int, int] = {}
 
     def score(start: int) -> int:
+        """1000 for each phrase in the window, 1 for each further match of one."""
         if start not in scores:
-            seen: set[int] = set()
-            total = 0
-            for index in range(bisect.bisect_left(positions, start), bisect.bisect_left(positions, start + tokens)):
-                phrase = hits[index][1]
-                total += 1 if phrase in seen else 1000
-                seen.add(phrase)
-            scores[start] = total
+            low, high = bisect.bisect_left(positions, start), bisect.bisect_left(positions, start + tokens)
+            if few:  # each phrase looked up: a window full of one word costs no loop over it
+                distinct = sum(1 for places in by_phrase.values() if _any_within(places, start, start + tokens))
+            else:
+                distinct = len({hits[index][1] for index in range(low, high)})
+            scores[start] = 1000 * distinct + (high - low - distinct)
         return scores[start]
 
     def centred(at: int) -> int:
