@@ -397,3 +397,13 @@ def test_a_merge_does_not_add_again_an_entry_an_earlier_push_caught_half_written
     ids = stored_ids(pg_dsn, name)
     assert ids.count("4a1f0001") == ids.count("4a1f0002") == 1, ids
     assert outcomes(push(pg_dsn, root, path)) == {name: "unchanged"}
+
+
+def test_push_of_a_fifo_fails_alone_instead_of_waiting_for_a_writer(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    fifo = root / "--home-user-project--" / "fifo.jsonl"
+    os.mkfifo(fifo)
+    done = push(pg_dsn, root, fifo, path)  # before: open() of the FIFO waited for a writer for good
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert outcomes(done) == {"--home-user-project--/fifo.jsonl": "failed", f"--home-user-project--/{VALID}": "created"}
+    assert "is not a regular file" in done.stdout

@@ -11,9 +11,10 @@ of the stored bytes is extended, and one that differs is left alone and reported
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import attrs
 
@@ -44,8 +45,18 @@ class Moved:
     message: str = ""
 
 
+def _opened(path: Path) -> BinaryIO:
+    """The file to read, checked on its descriptor to be a regular file: opening a FIFO (or a
+    device) by name would wait for a writer for good."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotASessionFile(f"{path} is not a regular file", path=str(path))
+    return open(fd, "rb")
+
+
 def _chunks(path: Path, start: int = 0) -> Iterator[bytes]:
-    with open(path, "rb") as source:
+    with _opened(path) as source:
         source.seek(start)
         while chunk := source.read(_READ):
             yield chunk
@@ -122,7 +133,7 @@ def _stored_chunks(connection: Connection, sid: int) -> Iterator[bytes]:
 
 def _same_start(connection: Connection, sid: int, path: Path, length: int) -> bool:
     """Whether the file's first `length` bytes are the stored ones."""
-    with open(path, "rb") as source:
+    with _opened(path) as source:
         for piece in _stored_chunks(connection, sid):
             if source.read(len(piece)) != piece:
                 return False
