@@ -132,3 +132,22 @@ def test_a_daemon_started_with_the_store_reads_the_password_file(locked: Cluster
     finally:
         daemon.kill()
     assert SECRET not in daemon.stderr
+
+
+def test_every_form_of_a_secret_is_taken_out_of_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessiontree.backend.postgres.dsn import scrub, secrets
+
+    monkeypatch.setenv("PGPASSWORD", "env-s3cret")
+    hidden = secrets("postgresql://agent:p%40ss@db.example/sessions?sslpassword=k3y-pass")
+    message = "failed for agent with p@ss, p%40ss, k3y-pass and env-s3cret"
+    assert scrub(message, hidden) == "failed for agent with ********, ********, ******** and ********"
+    broken = secrets("host=db password=tok3n sslpassword 'k3y")  # unparsable: found by pattern
+    assert "tok3n" in broken
+
+
+def test_connect_timeout_is_given_only_where_nothing_sets_it() -> None:
+    from sessiontree.backend.postgres.bounds import CONNECT_TIMEOUT, connect_arguments
+
+    assert connect_arguments({}, {}) == {"connect_timeout": CONNECT_TIMEOUT}
+    assert connect_arguments({"connect_timeout": "3"}, {}) == {}  # the string's own wins
+    assert connect_arguments({}, {"PGCONNECT_TIMEOUT": "3"}) == {}
