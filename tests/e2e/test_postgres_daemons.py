@@ -41,9 +41,14 @@ def append(msg_id: Any, session_id: str, text: str, **extra: Any) -> dict[str, A
     return request(msg_id, "session/append", {"sessionId": session_id, "entry": user_entry(text), **extra})
 
 
+STARTUP_SECONDS = 60.0  # start-up (a connection, the schema checked) is bound apart from answers
+
+
 def store_daemon(start: Start, root: Path, dsn: str, *extra: str) -> RawDaemon:
     daemon = start("--sessions-dir", str(root), "--store", dsn, *extra)
-    daemon.initialize()
+    daemon.send_message(request(0, "initialize", {"processId": None, "capabilities": {}}))
+    assert "result" in daemon.next(STARTUP_SECONDS)
+    daemon.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     return daemon
 
 

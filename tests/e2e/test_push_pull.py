@@ -279,3 +279,131 @@ def test_names_are_paths_below_the_root_or_pi_s_place_for_the_header_cwd(
     expected = {"--somewhere--/deeper/a.jsonl": "created", f"{encoded}/b.jsonl": "created"}
     assert outcomes(done) == expected
     assert sorted(name for (name,) in sql(pg_dsn, "SELECT name FROM sessiontree.sessions")) == sorted(expected)
+
+
+# --------------------------------------------------------------------------- names from the store are untrusted
+
+HOSTILE_NAMES = [
+    "../../../.ssh/authorized_keys",
+    "--home-user-project--/../../../escaped.jsonl",
+    "../escaped.jsonl",
+    "/tmp/absolute.jsonl",
+    "--home-user-project--//empty-part.jsonl",
+    "--home-user-project--/./dot.jsonl",
+    "--home-user-project--/\x1b[31mred.jsonl",
+]
+
+
+def copy_row(dsn: str, source: str, name: str) -> None:
+    """A row as any role serving the store may insert it: `source`'s session under `name`."""
+    with psycopg.connect(dsn, autocommit=True) as connection, connection.transaction():
+        row = connection.execute(
+            "INSERT INTO sessiontree.sessions (name, directory, header, size, message_count, first_message)"
+            " SELECT %s, %s, header, size, message_count, first_message FROM sessiontree.sessions WHERE name = %s"
+            " RETURNING sid",
+            (name, name.rsplit("/", 1)[0] if "/" in name else ".", source),
+        ).fetchone()
+        assert row is not None
+        connection.execute(
+            "INSERT INTO sessiontree.lines (sid, off, entry_id, data) SELECT %s, off, entry_id, data"
+            " FROM sessiontree.lines JOIN sessiontree.sessions USING (sid) WHERE name = %s",
+            (row[0], source),
+        )
+
+
+def test_pull_refuses_store_names_that_are_no_path_below_the_root_and_pulls_the_rest(
+    pg_dsn: str, root: Path, tmp_path: Path
+) -> None:
+    path = place(root, VALID)
+    good = f"--home-user-project--/{VALID}"
+    push(pg_dsn, root, path)
+    for name in HOSTILE_NAMES:
+        copy_row(pg_dsn, good, name)
+    home = tmp_path / "home"
+    target = home / "user" / "sessions"  # `../../../` from the root reaches tmp_path
+    before = {str(p) for p in tmp_path.rglob("*")}
+    everything = pull(pg_dsn, target)
+    assert everything.returncode == 1, everything.stdout + everything.stderr
+    assert "Traceback" not in everything.stderr
+    assert outcomes(everything)[good] == "created"
+    assert (target / good).read_bytes() == path.read_bytes()
+    failed = [line for line in everything.stdout.splitlines() if line.startswith("! failed")]
+    assert len(failed) == len(HOSTILE_NAMES), everything.stdout
+    assert all("not a path below the sessions root" in line for line in failed)
+    assert "\x1b" not in everything.stdout  # an escape sequence is shown escaped, never sent to the terminal
+    after = {str(p) for p in tmp_path.rglob("*") if not str(p).startswith(str(target))}
+    assert after == before | {str(home), str(home / "user")}  # the root's parents only: nothing beside them
+    named = pull(pg_dsn, target, "--home-user-project--/../../../escaped.jsonl")  # by the user: a path outside
+    assert named.returncode == 1 and not (home / "escaped.jsonl").exists()
+
+
+def test_list_and_search_never_show_a_store_name_outside_the_root(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    good = f"--home-user-project--/{VALID}"
+    push(pg_dsn, root, path)
+    for name in ("../escaped.jsonl", "--home-user-project--/\x1b[31mred.jsonl"):
+        copy_row(pg_dsn, good, name)
+    service = SessionService(ServiceConfig(root, store=pg_dsn))
+    try:
+        listed = [summary.path for summary in service.list(p.ListParams()).sessions]
+        assert listed == [str(root / good)]
+        found = service.search(p.SearchParams(query="question"), service.refresh_search())
+        assert found.hits and {hit.path for hit in found.hits} == {str(root / good)}
+    finally:
+        service.close_all()
+
+
+# --------------------------------------------------------------------------- a merge adds each id once
+
+
+def daemon_append(root: Path, dsn: str, path: Path, text: str) -> None:
+    service = SessionService(ServiceConfig(root, store=dsn))
+    try:
+        sid = service.open(p.OpenParams(str(path))).session_id
+        message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1735689800000}
+        service.append(p.AppendParams(sid, entry={"type": "message", "message": message}))
+    finally:
+        service.close_all()
+
+
+def stored_ids(dsn: str, name: str) -> list[str]:
+    ids = []
+    for line in stored_bytes(dsn, name).splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("type") != "session":
+            ids.append(value.get("id"))
+    return ids
+
+
+def test_a_merge_does_not_add_again_an_entry_an_earlier_push_caught_half_written(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    name = f"--home-user-project--/{VALID}"
+    line = entry("4a1f0001", last_id(path), "written in two goes")
+    with path.open("ab") as out:
+        out.write(line[:25])  # the writer is half way through the line
+    assert outcomes(push(pg_dsn, root, path)) == {name: "created"}
+    with path.open("ab") as out:
+        out.write(line[25:])
+    assert outcomes(push(pg_dsn, root, path)) == {name: "appended"}
+    daemon_append(root, pg_dsn, path, "the store goes its own way")
+    with path.open("ab") as out:  # and so does the file, holding one id twice (a pi quirk)
+        out.write(entry("4a1f0002", "4a1f0001", "file only") + entry("4a1f0002", "4a1f0001", "file only"))
+    merged = push(pg_dsn, root, path)
+    assert outcomes(merged) == {name: "merged"}, merged.stdout
+    assert "(1 entries)" in merged.stdout
+    ids = stored_ids(pg_dsn, name)
+    assert ids.count("4a1f0001") == ids.count("4a1f0002") == 1, ids
+    assert outcomes(push(pg_dsn, root, path)) == {name: "unchanged"}
+
+
+def test_push_of_a_fifo_fails_alone_instead_of_waiting_for_a_writer(pg_dsn: str, root: Path) -> None:
+    path = place(root, VALID)
+    fifo = root / "--home-user-project--" / "fifo.jsonl"
+    os.mkfifo(fifo)
+    done = push(pg_dsn, root, fifo, path)  # before: open() of the FIFO waited for a writer for good
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert outcomes(done) == {"--home-user-project--/fifo.jsonl": "failed", f"--home-user-project--/{VALID}": "created"}
+    assert "is not a regular file" in done.stdout

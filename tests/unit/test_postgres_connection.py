@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlparse
 import psycopg
 import pytest
 
-from sessiontree.backend.postgres.database import Database, redacted
+from sessiontree.backend.postgres.database import Database
+from sessiontree.backend.postgres.dsn import redacted
 from sessiontree.errors import StoreUnavailable
 from support.daemon import RawDaemon, request
 from support.postgres import Cluster, running_cluster
@@ -22,11 +23,13 @@ from support.sessions import descriptors_past_1024
     [
         "postgresql://agent:s3cret@db.example:5433/sessions?sslmode=verify-full",
         "host=db.example port=5433 dbname=sessions user=agent password=s3cret sslmode=verify-full",
+        "postgresql://agent@db.example:5433/sessions?sslmode=verify-full&sslpassword=s3cret&password=s3cret",
+        "host=db.example port=5433 dbname=sessions user=agent sslpassword='s3cret' sslmode=verify-full",
     ],
 )
 def test_the_shown_store_has_every_setting_but_the_password(dsn: str) -> None:
     shown = redacted(dsn)
-    assert "s3cret" not in shown
+    assert "s3cret" not in shown and "password" not in shown
     for part in ("host=db.example", "port=5433", "dbname=sessions", "user=agent", "sslmode=verify-full"):
         assert part in shown
 
@@ -122,9 +125,29 @@ def test_no_password_and_a_wrong_one_are_clear_errors_that_never_show_it(
 def test_a_daemon_started_with_the_store_reads_the_password_file(locked: Cluster, pgpass: Path, tmp_path: Path) -> None:
     daemon = RawDaemon("--sessions-dir", str(tmp_path / "sessions"), "--store", locked.dsn())
     try:
-        daemon.initialize()
+        daemon.send_message(request(0, "initialize", {"processId": None, "capabilities": {}}))
+        assert "result" in daemon.next(60.0)  # start-up (a connection, the schema made) bound apart from answers
         created = daemon.call(request(1, "session/create", {"cwd": "/work/project"}))
         assert "result" in created, created
     finally:
         daemon.kill()
     assert SECRET not in daemon.stderr
+
+
+def test_every_form_of_a_secret_is_taken_out_of_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessiontree.backend.postgres.dsn import scrub, secrets
+
+    monkeypatch.setenv("PGPASSWORD", "env-s3cret")
+    hidden = secrets("postgresql://agent:p%40ss@db.example/sessions?sslpassword=k3y-pass")
+    message = "failed for agent with p@ss, p%40ss, k3y-pass and env-s3cret"
+    assert scrub(message, hidden) == "failed for agent with ********, ********, ******** and ********"
+    broken = secrets("host=db password=tok3n sslpassword 'k3y")  # unparsable: found by pattern
+    assert "tok3n" in broken
+
+
+def test_connect_timeout_is_given_only_where_nothing_sets_it() -> None:
+    from sessiontree.backend.postgres.bounds import CONNECT_TIMEOUT, connect_arguments
+
+    assert connect_arguments({}, {}) == {"connect_timeout": CONNECT_TIMEOUT}
+    assert connect_arguments({"connect_timeout": "3"}, {}) == {}  # the string's own wins
+    assert connect_arguments({}, {"PGCONNECT_TIMEOUT": "3"}) == {}

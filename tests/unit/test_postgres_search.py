@@ -577,7 +577,11 @@ def test_a_huge_text_is_indexed_within_postgresqls_limits(stores: Stores, root: 
 def test_a_daemon_with_a_store_answers_search_from_the_database(tmp_path: Path, pg_dsn: str) -> None:
     with daemon_pool() as start:
         daemon = start("--sessions-dir", str(sessions_root(tmp_path)), "--store", pg_dsn)
-        daemon.initialize({"indexDir": False})  # the store needs no cache directory for its index
+        # The store needs no cache directory for its index. Start-up is bound apart from answers.
+        init = {"processId": None, "capabilities": {}, "initializationOptions": {"indexDir": False}}
+        daemon.send_message(request(0, "initialize", init))
+        assert "result" in daemon.next(60.0)
+        daemon.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         created = daemon.call(request(1, "session/create", {"cwd": PROJECT}))["result"]
         session_id = created["sessionId"]
         for number, words_ in enumerate(["a zebra crossing", "the zebra again and more"]):
@@ -633,3 +637,13 @@ def test_the_documented_privileges_are_enough_to_search(owner_dsn: str, root: Pa
     finally:
         agent.close_all()
         owner.close()
+
+
+@pytest.mark.parametrize("query", ["needle", "needle gamma", '"needle gamma"', "ne*", "alpha OR gamma"])
+def test_a_word_repeated_thousands_of_times_gets_the_file_stores_snippet(stores: Stores, root: Path, query: str) -> None:
+    body = "alpha " * 2_000 + "needle. beta " + "needle gamma " * 3_000 + "end"
+    write_session(root, PROJECT, "r", message("r1", None, 1, "user", body))
+    stores.refresh()
+    (expected,) = stores.files.search(query).hits
+    (hit,) = stores.store.search(query).hits
+    assert (hit.snippet, hit.highlights) == (expected.snippet, expected.highlights)

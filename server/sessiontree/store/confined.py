@@ -28,9 +28,12 @@ _LINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)  # O_NOFOLLOW met a symlink, or a co
 def parts_below(root: Path, path: Path) -> tuple[str, ...]:
     """The components of `path` (already resolved) below `root`; PathOutsideRoot if it is not below."""
     try:
-        return path.relative_to(root).parts
+        parts = path.relative_to(root).parts
     except ValueError:
-        raise PathOutsideRoot(f"{path} is outside the sessions directory {root}", path=str(path), root=str(root)) from None
+        parts = ("..",)
+    if ".." in parts:  # relative_to is lexical: `root/../x` is "below" it
+        raise PathOutsideRoot(f"{path} is outside the sessions directory {root}", path=str(path), root=str(root))
+    return parts
 
 
 class Directory:

@@ -25,6 +25,7 @@ from ...session_summary import SessionSummary
 from ...store import Session, file_version
 from ...store.migrate import CURRENT_VERSION, migrate_bytes
 from .. import Progress
+from . import names
 from .database import Connection, Database
 from .feed import ChangeFeed
 from .schema import VERSION, installed_version, migrate
@@ -188,6 +189,8 @@ class PostgresBackend:
             ).fetchall()
         summaries = []
         for name, header, count, first, title, last, updated in rows:
+            if not names.is_safe(name):  # not a path below the root: never shown as one
+                continue
             summary = Summary(jsonfmt.loads(bytes(header)), count, first, title, last)
             summaries.append(summary.result(self.root / str(name), float(updated)))
         if progress is not None:
@@ -202,7 +205,7 @@ class PostgresBackend:
                 "SELECT name FROM sessiontree.sessions WHERE directory = %s AND name LIKE '%%.jsonl' ORDER BY name",
                 (directory,),
             ).fetchall()
-        return [self.root / str(name) for (name,) in rows]
+        return [self.root / str(name) for (name,) in rows if names.is_safe(name)]
 
     def search_index(self) -> PostgresSearch:
         """PostgreSQL's full-text search over an index in the store (no cache directory needed)."""

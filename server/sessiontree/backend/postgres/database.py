@@ -9,35 +9,17 @@ every session; a transaction is open only while a session's row is locked for an
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from psycopg import conninfo
 
 from ...errors import StorageError, StoreUnavailable
+from .bounds import AnswerTimeout, BoundedConnection, connect_arguments, settle
+from .dsn import redacted, scrub, secrets, settings, unreadable
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-CONNECT_TIMEOUT = 10  # seconds: a store that does not answer is reported, not waited on forever
-
-
-def redacted(dsn: str) -> str:
-    """The connection string as it may be shown: every setting but the password."""
-    try:
-        params = conninfo.conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "(an unreadable connection string)"
-    shown = {key: value for key, value in params.items() if key != "password"}
-    return " ".join(f"{key}={value}" for key, value in shown.items()) or "(libpq's defaults)"
-
-
-def _secrets(dsn: str) -> list[str]:
-    found = [os.environ.get("PGPASSWORD", "")]
-    with contextlib.suppress(psycopg.Error):
-        found.append(str(conninfo.conninfo_to_dict(dsn).get("password") or ""))
-    return [secret for secret in found if secret]
 
 
 def _readable(fd: int, seconds: float) -> bool:
@@ -65,11 +47,32 @@ def _ended_while_idle(connection: Connection) -> bool:
     return pgconn.status != psycopg.pq.ConnStatus.OK
 
 
+_TIMEOUTS: dict[str, str] = {
+    "lock": "a session's row stayed locked by another connection to the store for longer than lock_timeout",
+    "statement": "the store's statement ran for longer than statement_timeout",
+    "answer": "the store stopped answering",
+    "connect": "the store could not be reached within connect_timeout",
+}
+
+
+def _timeout_of(exc: psycopg.Error) -> str | None:
+    """Which bound ended the wait, if one did."""
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return "lock"
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return "statement"
+    if isinstance(exc, AnswerTimeout):
+        return "answer"
+    if isinstance(exc, psycopg.errors.ConnectionTimeout):
+        return "connect"
+    return None
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.shown = redacted(dsn)
-        self._secrets = _secrets(dsn)
+        self._secrets = secrets(dsn)
         self._connection: Connection | None = None
 
     def connection(self) -> Connection:
@@ -83,8 +86,19 @@ class Database:
         return self._connection
 
     def connect(self) -> Connection:
-        """A connection of its own, in autocommit: transactions are begun explicitly."""
-        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="sessiontree")
+        """A connection of its own, in autocommit: transactions are begun explicitly. A string
+        libpq cannot parse is refused without quoting it (libpq's message would)."""
+        reason = unreadable(self.dsn)
+        if reason is not None:
+            raise StorageError(f"the store's connection string cannot be read: {reason}", store=self.shown)
+        extra = connect_arguments(settings(self.dsn) or {})
+        connection = BoundedConnection.connect(self.dsn, autocommit=True, application_name="sessiontree", **extra)
+        try:
+            settle(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -92,21 +106,27 @@ class Database:
         dropped, so the next call connects again); anything else the server refused, StorageError."""
         try:
             yield
-        except psycopg.OperationalError as exc:
-            self.drop()
-            raise StoreUnavailable(
-                f"the session store is unavailable: {self.scrub(exc)}; the next request connects again",
-                store=self.shown,
-            ) from None
         except psycopg.Error as exc:
-            raise StorageError(f"the session store refused: {self.scrub(exc)}", store=self.shown) from None
+            if not isinstance(exc, psycopg.OperationalError) and not self._lost():
+                raise StorageError(f"the session store refused: {self.scrub(exc)}", store=self.shown) from None
+            self.drop()  # a timed-out statement aborted its transaction: connecting again ends it too
+            timeout = _timeout_of(exc)
+            why = _TIMEOUTS[timeout] if timeout else "the session store is unavailable"
+            raise StoreUnavailable(
+                f"{why}: {self.scrub(exc)}; the next request connects again",
+                store=self.shown,
+                **({"timeout": timeout} if timeout else {}),
+            ) from None
+
+    def _lost(self) -> bool:
+        """Whether the server ended the connection (an idle-in-transaction timeout, a shutdown)."""
+        connection = self._connection
+        return connection is not None and connection.closed
 
     def scrub(self, exc: BaseException) -> str:
         """An error's message with any password taken out (libpq's messages should not hold one)."""
         message = str(exc).strip() or type(exc).__name__
-        for secret in self._secrets:
-            message = message.replace(secret, "********")
-        return " ".join(message.split())
+        return " ".join(scrub(message, self._secrets).split())
 
     def in_transaction(self) -> bool:
         connection = self._connection

@@ -17,6 +17,7 @@ or NEAR past the 16,383rd word does not).
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ MAX_POSITIONS: Final = 256  # per lexeme
 MAX_LEXEME_BYTES: Final = 2_046
 MAX_VECTOR_BYTES: Final = 1_000_000  # below PostgreSQL's 1 MiB of lexemes and positions
 MAX_NEAR: Final = 100
+MAX_SNIPPET_WORK: Final = 1_000_000  # places a snippet checks for phrases, per entry
 
 
 def _is_latin(char: str) -> bool:
@@ -120,6 +122,46 @@ def _matches(phrase: Phrase, found: list[tuple[int, int, str]], at: int) -> bool
     return True
 
 
+class _Words:
+    """Where each word of a text stands, for finding a phrase's first word without a scan."""
+
+    def __init__(self, found: list[tuple[int, int, str]]) -> None:
+        self.at: dict[str, list[int]] = {}
+        for number, (_, _, lexeme) in enumerate(found):
+            self.at.setdefault(lexeme, []).append(number)
+        self.sorted = sorted(self.at)
+
+    def starts(self, phrase: Phrase) -> Iterator[int]:
+        """The word numbers the phrase's first word matches, in order for an exact word."""
+        first, prefix = phrase.lexemes[0], phrase.prefix[0]
+        if not prefix:
+            yield from self.at.get(first, ())
+            return
+        for index in range(bisect.bisect_left(self.sorted, first), len(self.sorted)):
+            lexeme = self.sorted[index]
+            if not lexeme.startswith(first):
+                return
+            yield from self.at[lexeme]
+
+
+def phrase_hits(found: list[tuple[int, int, str]], phrases: list[Phrase], budget: int = MAX_SNIPPET_WORK) -> list[tuple[int, int]]:
+    """(word number, phrase number) of every phrase instance, sorted; the phrases' first words are
+    looked up, not scanned for, and no more than `budget` places are checked in all: a text with a
+    word repeated 30,000 times costs as many steps, not their square."""
+    words_at = _Words(found)
+    hits: list[tuple[int, int]] = []
+    for number, phrase in enumerate(phrases):
+        for at in words_at.starts(phrase):
+            budget -= len(phrase.lexemes)
+            if budget < 0:
+                hits.sort()
+                return hits
+            if _matches(phrase, found, at):
+                hits.append((at, number))
+    hits.sort()
+    return hits
+
+
 def _sentence_starts(text: str, found: list[tuple[int, int, str]]) -> list[int]:
     """The words that begin a sentence: the first, and any after a `.` or `:` (FTS5's rule)."""
     starts = [0]
@@ -136,16 +178,10 @@ def marked_snippet(text: str, phrases: list[Phrase], tokens: int = SNIPPET_TOKEN
     found = list(words(text))
     if not found:
         return text
-    hits: list[tuple[int, int]] = []  # (word number, phrase number)
-    spans: list[list[int]] = []  # [first, last] word of each phrase instance, overlapping ones merged
-    for number, phrase in enumerate(phrases):
-        for at in range(len(found)):
-            if _matches(phrase, found, at):
-                hits.append((at, number))
-                spans.append([at, at + len(phrase.lexemes) - 1])
-    hits.sort()
-    merged: list[list[int]] = []
-    for span in sorted(spans):
+    hits = phrase_hits(found, phrases)  # (word number, phrase number)
+    spans = sorted([at, at + len(phrases[number].lexemes) - 1] for at, number in hits)
+    merged: list[list[int]] = []  # [first, last] word of each phrase instance, overlapping ones merged
+    for span in spans:
         if merged and span[0] <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], span[1])
         else:
@@ -170,34 +206,50 @@ def marked_snippet(text: str, phrases: list[Phrase], tokens: int = SNIPPET_TOKEN
     return "".join(out)
 
 
+_FEW_PHRASES: Final = 8
+
+
+def _any_within(places: list[int], start: int, stop: int) -> bool:
+    index = bisect.bisect_left(places, start)
+    return index < len(places) and places[index] < stop
+
+
 def _best_start(text: str, found: list[tuple[int, int, str]], hits: list[tuple[int, int]], tokens: int) -> int:
     """Where the snippet starts: the window with the most different phrases (then the most
-    matches), preferring a sentence's start, as FTS5 scores them."""
+    matches), preferring a sentence's start, as FTS5 scores them. Each window is scored from the
+    hits inside it (found by bisection), each start once."""
     if len(found) <= tokens or not hits:
         return 0
+    positions = [at for at, _ in hits]
+    by_phrase: dict[int, list[int]] = {}
+    for at, phrase in hits:
+        by_phrase.setdefault(phrase, []).append(at)
+    few = len(by_phrase) <= _FEW_PHRASES
+    scores: dict[int, int] = {}
 
     def score(start: int) -> int:
-        seen: set[int] = set()
-        total = 0
-        for at, phrase in hits:
-            if start <= at < start + tokens:
-                total += 1 if phrase in seen else 1000
-                seen.add(phrase)
-        return total
+        """1000 for each phrase in the window, 1 for each further match of one."""
+        if start not in scores:
+            low, high = bisect.bisect_left(positions, start), bisect.bisect_left(positions, start + tokens)
+            if few:  # each phrase looked up: a window full of one word costs no loop over it
+                distinct = sum(1 for places in by_phrase.values() if _any_within(places, start, start + tokens))
+            else:
+                distinct = len({hits[index][1] for index in range(low, high)})
+            scores[start] = 1000 * distinct + (high - low - distinct)
+        return scores[start]
 
     def centred(at: int) -> int:
-        inside = [hit for hit, _ in hits if at <= hit < at + tokens]
-        first, last = inside[0], inside[-1]
-        start = first - (tokens - (last - first + 1)) // 2
+        last = positions[bisect.bisect_left(positions, at + tokens) - 1]
+        start = at - (tokens - (last - at + 1)) // 2
         return max(0, min(start, len(found) - tokens))
 
     best, best_score = 0, -1
     starts = _sentence_starts(text, found)
-    for at, _ in hits:
+    for at in dict.fromkeys(positions):  # each place once: the same candidates, in the same order
         candidate = centred(at)
         if (value := score(candidate)) > best_score:
             best, best_score = candidate, value
-        sentence = max(s for s in starts if s <= at)
+        sentence = starts[bisect.bisect_right(starts, at) - 1]
         if sentence < at and (value := score(sentence) + (120 if sentence == 0 else 100)) > best_score:
             best, best_score = sentence, value
     return best

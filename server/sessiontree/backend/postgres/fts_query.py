@@ -120,28 +120,28 @@ class _Parser:
         return node
 
     def or_(self) -> Node:
-        node = self.and_()
+        items = [self.and_()]
         while self.peek() == "OR":
             self.take()
-            node = _or(node, self.and_())
-        return node
+            items.append(self.and_())
+        return _or(items)
 
     def and_(self) -> Node:
-        node = self.not_()
+        items = [self.not_()]
         while self.peek() == "AND":
             self.take()
-            node = _and([node, self.not_()])
-        return node
+            items.append(self.not_())
+        return _and(items)
 
     def not_(self) -> Node:
         node = self.primary()
+        negated: list[Node] = []
         while self.peek() == "NOT":
             self.take()
             self._negated += 1
-            right = self.primary()
+            negated.append(self.primary())
             self._negated -= 1
-            node = _not(node, right)
-        return node
+        return _not(node, negated) if negated else node
 
     def primary(self) -> Node:
         if self.peek() == "(":
@@ -254,7 +254,16 @@ class _Parser:
             return phrases[0].tsquery()
         one, other = phrases[0].tsquery(), phrases[1].tsquery()
         pairs = [f"{a} <{gap}> {b}" for gap in range(1, distance + 2) for a, b in ((one, other), (other, one))]
-        return "(" + " | ".join(pairs) + ")"
+        return balanced(pairs, "|")
+
+
+def balanced(items: list[str], operator: str) -> str:
+    """`items` joined by `operator` as a balanced tree: PostgreSQL parses and runs a tsquery
+    recursively, and a chain of thousands of terms nested one in the next overflows its stack."""
+    if len(items) == 1:
+        return items[0]
+    middle = len(items) // 2
+    return f"({balanced(items[:middle], operator)} {operator} {balanced(items[middle:], operator)})"
 
 
 def _and(items: list[Node]) -> Node:
@@ -263,25 +272,22 @@ def _and(items: list[Node]) -> Node:
         return EMPTY
     if any(isinstance(item, _Nothing) for item in kept):
         return NOTHING
-    return kept[0] if len(kept) == 1 else "(" + " & ".join(str(item) for item in kept) + ")"
+    return balanced([str(item) for item in kept], "&")
 
 
-def _or(left: Node, right: Node) -> Node:
-    if isinstance(left, _Empty):
-        return right
-    if isinstance(right, _Empty):
+def _or(items: list[Node]) -> Node:
+    """Empty and Nothing add no match to the others (all Empty: Empty; else all Nothing: Nothing)."""
+    kept = [item for item in items if isinstance(item, str)]
+    if kept:
+        return balanced(kept, "|")
+    return NOTHING if any(isinstance(item, _Nothing) for item in items) else EMPTY
+
+
+def _not(left: Node, negated: list[Node]) -> Node:
+    """`left NOT a NOT b…`: an Empty or Nothing on the right takes nothing away."""
+    if isinstance(left, _Empty | _Nothing):
         return left
-    if isinstance(left, _Nothing):
-        return right
-    if isinstance(right, _Nothing):
-        return left
-    return f"({left} | {right})"
-
-
-def _not(left: Node, right: Node) -> Node:
-    if isinstance(left, _Empty | _Nothing) or isinstance(right, _Empty | _Nothing):
-        return left
-    return f"({left} & !{right})"
+    return balanced([left, *(f"!{item}" for item in negated if isinstance(item, str))], "&")
 
 
 def compile_expression(query: str, expression: str) -> Compiled:
@@ -292,7 +298,7 @@ def compile_expression(query: str, expression: str) -> Compiled:
     if not isinstance(node, str):
         return Compiled(None, None, [])
     unique = list(dict.fromkeys(parser.phrases))
-    rank = " | ".join(phrase.tsquery() for phrase in unique) or None
+    rank = balanced([phrase.tsquery() for phrase in unique], "|") if unique else None
     return Compiled(node, rank, unique)
 
 

@@ -15,15 +15,20 @@ written), by ts_rank within a window; cursors pin the newest row of the first pa
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Iterator, Sequence, Set
 from pathlib import Path
 from typing import Any, Final
 
+import psycopg
+
 from ... import jsonfmt
+from ...errors import InvalidParams
 from ...search import RANK_WINDOW, LeafPath, RefreshStats, SearchHit, SearchPage, Syntax
 from ...search import query as q
 from ...search.refresh import _entry_row as entry_row  # the file store's rows: the same entries, the same text
+from . import names
 from .database import Connection, Database
 from .fts import marked_snippet, tsvector
 from .fts_query import Compiled, compile_expression
@@ -52,6 +57,20 @@ SELECT id FROM walk WHERE EXISTS (SELECT 1 FROM sessiontree.texts WHERE sid = %(
 def _text(value: Any) -> Any:
     """A string PostgreSQL can hold (no NUL); anything else as it is."""
     return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+@contextlib.contextmanager
+def _too_complex(query: str) -> Iterator[None]:
+    """A query beyond what the server can run (stack depth, a statement too complex) is the
+    query's fault: InvalidParams, and the connection, whose transaction was rolled back, is kept."""
+    try:
+        yield
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        shown = query if len(query) <= 80 else query[:80] + "…"
+        raise InvalidParams(
+            f"invalid search query {shown!r}: too complex for the PostgreSQL store ({exc.diag.message_primary or exc})",
+            field="query",
+        ) from None
 
 
 class PostgresSearch:
@@ -107,7 +126,7 @@ class PostgresSearch:
             return SearchPage()
         where, timed, params = self._where(compiled, filters)
         connection = self._connection()
-        with self._db.errors(), connection.transaction():
+        with self._db.errors(), _too_complex(query), connection.transaction():
             connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")  # one snapshot a page
             if position is None:
                 row = connection.execute("SELECT coalesce(max(seq), 0) FROM sessiontree.texts").fetchone()
@@ -207,6 +226,8 @@ class PostgresSearch:
             if seq not in details:
                 continue
             sid, name, session_id, cwd, entry_id, parent_id, kind, role, stamp, ms, off, body, last, indexed = details[seq]
+            if not names.is_safe(name):  # not a path below the root: never shown as one
+                continue
             path = str(self.root / name)
             if path not in known:
                 opened = leaf_path(path) if leaf_path is not None else None

@@ -11,9 +11,10 @@ of the stored bytes is extended, and one that differs is left alone and reported
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import attrs
 
@@ -22,6 +23,7 @@ from ...listing import Summary
 from ...paths import encode_cwd
 from ...store import FileStorage, confined
 from ..files import FileBackend
+from . import names
 from .backend import PostgresBackend
 from .database import Connection
 from .schema import CHANNEL
@@ -43,8 +45,18 @@ class Moved:
     message: str = ""
 
 
+def _opened(path: Path) -> BinaryIO:
+    """The file to read, checked on its descriptor to be a regular file: opening a FIFO (or a
+    device) by name would wait for a writer for good."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotASessionFile(f"{path} is not a regular file", path=str(path))
+    return open(fd, "rb")
+
+
 def _chunks(path: Path, start: int = 0) -> Iterator[bytes]:
-    with open(path, "rb") as source:
+    with _opened(path) as source:
         source.seek(start)
         while chunk := source.read(_READ):
             yield chunk
@@ -54,12 +66,12 @@ def store_name(backend: PostgresBackend, path: Path) -> str:
     """The name a file gets: its path below the sessions root, else pi's place for its header's cwd."""
     resolved = path.resolve()
     if backend.root in resolved.parents:
-        return backend.name_of(resolved)
+        return names.checked(backend.name_of(resolved))
     for line in whole_lines(_chunks(path)):
         header = header_of(line.rstrip(b"\r\n"))
         if header is not None:
             cwd = header.get("cwd")
-            return f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}"
+            return names.checked(f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}")
     raise NotASessionFile(f"{path} holds no session header", path=str(path))
 
 
@@ -121,7 +133,7 @@ def _stored_chunks(connection: Connection, sid: int) -> Iterator[bytes]:
 
 def _same_start(connection: Connection, sid: int, path: Path, length: int) -> bool:
     """Whether the file's first `length` bytes are the stored ones."""
-    with open(path, "rb") as source:
+    with _opened(path) as source:
         for piece in _stored_chunks(connection, sid):
             if source.read(len(piece)) != piece:
                 return False
@@ -134,25 +146,53 @@ def _continue(connection: Connection, sid: int, stored: int, summary: Summary, p
     unfinished = unfinished_line(connection, sid)
     lines = whole_lines(_chunks(path, stored))
     first = next(lines, b"")
-    if unfinished and first.endswith(b"\n"):
+    completed = unfinished and first.endswith(b"\n")
+    if completed:
         summary.add((unfinished + first)[:-1])
     add_lines(connection, sid, stored, summary, [first, *lines], skip=1 if unfinished else 0)
+    if completed:  # the whole line's id, on the row that completes it: a lookup by id (a merge) finds it
+        connection.execute(
+            "UPDATE sessiontree.lines SET entry_id = %s WHERE sid = %s AND off = %s",
+            (entry_id_of(unfinished + first), sid, stored),
+        )
 
 
-def _merge(connection: Connection, sid: int, stored: int, summary: Summary, path: Path) -> int:
-    """The file and the store went their own ways: the file's entries the store lacks are added, in
-    the file's order, on fresh lines. Returns how many."""
+def _stored_ids(connection: Connection, sid: int) -> set[str]:
+    """The ids of the session's entries. A line split over rows (a torn line a later push
+    completed) may have its id on none of them: those rows are joined and read again."""
     known = {
         str(entry_id)
         for (entry_id,) in connection.execute(
             "SELECT entry_id FROM sessiontree.lines WHERE sid = %s AND entry_id IS NOT NULL", (sid,)
         )
     }
-    missing = [
-        line if line.endswith(b"\n") else line + b"\n"
-        for line in whole_lines(_chunks(path))
-        if (entry_id := entry_id_of(line)) is not None and entry_id not in known and header_of(line) is None
-    ]
+    carry, end = b"", -1
+    rows = connection.execute(
+        "SELECT off, data FROM sessiontree.lines WHERE sid = %s AND entry_id IS NULL ORDER BY off", (sid,)
+    )
+    for off, data in rows:
+        if off != end:  # not the rest of the line before
+            carry = b""
+        carry += bytes(data)
+        end = off + len(data)
+        if carry.endswith(b"\n"):
+            if (entry_id := entry_id_of(carry)) is not None:
+                known.add(entry_id)
+            carry = b""
+    return known
+
+
+def _merge(connection: Connection, sid: int, stored: int, summary: Summary, path: Path) -> int:
+    """The file and the store went their own ways: the file's entries the store lacks are added, in
+    the file's order, on fresh lines, each id once. Returns how many."""
+    known = _stored_ids(connection, sid)
+    missing = []
+    for line in whole_lines(_chunks(path)):
+        entry_id = entry_id_of(line)
+        if entry_id is None or entry_id in known or header_of(line) is not None:
+            continue
+        known.add(entry_id)  # a file holding an id twice adds it once
+        missing.append(line if line.endswith(b"\n") else line + b"\n")
     if not missing:
         return 0
     fence = [b"\n"] if unfinished_line(connection, sid) else []
@@ -173,10 +213,11 @@ def stored_names(backend: PostgresBackend, wanted: list[str]) -> list[str]:
 
 
 def pull(backend: PostgresBackend, name: str, files: FileBackend) -> Moved:
+    """One session written back; a name that is no path below the root fails alone."""
     try:
-        return _pull(backend, name, files)
+        return _pull(backend, names.checked(name), files)
     except (OSError, SessionTreeError) as exc:
-        return Moved(name, "failed", message=_reason(exc))
+        return Moved(names.shown(name), "failed", message=_reason(exc))
 
 
 def _pull(backend: PostgresBackend, name: str, files: FileBackend) -> Moved:
