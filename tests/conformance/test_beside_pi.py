@@ -33,7 +33,7 @@ def test_pi_and_the_daemon_appending_to_one_file_lose_nothing(pi: PiDriver, call
     assistant = {"type": "message", "id": "a0000002", "parentId": "a0000001", "timestamp": "2026-01-01T00:00:00.000Z",
                  "message": {"role": "assistant", "content": [{"type": "text", "text": "hello"}], "timestamp": 1}}
     path = session_file(root, "s.jsonl", plain_user("a0000001", None), assistant)  # pi writes at once after an answer
-    writer = subprocess.Popen(["node", str(APPENDER), str(path), "60", "500000"], stdout=subprocess.PIPE)
+    writer = subprocess.Popen([pi.node, str(APPENDER), str(path), "60", "500000"], stdout=subprocess.PIPE)
     ours: list[str] = []
     while writer.poll() is None:
         opened = calls.result("session/open", {"path": str(path)})

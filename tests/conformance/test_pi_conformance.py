@@ -716,22 +716,44 @@ MIGRATION_CASES = ["17-v1.jsonl", "18-v1-malformed.jsonl", "19-v2-hookMessage.js
 # Cases where protocol.md says "as pi" for what a reader sees (contexts, tree, entries).
 READ_AS_PI_CASES = [
     "01-valid.jsonl", "02-malformed-middle.jsonl", "03-malformed-middle-chain.jsonl", "04-truncated-last.jsonl",
-    "07-bom.jsonl", "09-header-only.jsonl", "13-orphan.jsonl", "16-label-unknown-target.jsonl",
+    "09-header-only.jsonl", "13-orphan.jsonl", "16-label-unknown-target.jsonl",
     "20-unknown-type.jsonl", "22-compaction-unknown-firstkept.jsonl", "23-two-headers.jsonl", "24-crlf.jsonl",
     "25-missing-parentId-key.jsonl", "27-no-assistant.jsonl", "28-label-on-path.jsonl", "29-long-header.jsonl",
 ]  # fmt: skip
 
 
+# Files pi 1.6 does not open as sessions (it throws and leaves them alone): the daemon refuses the
+# first two too (-32014); the BOM file it shows read-only (protocol.md, "Deliberate differences").
+PI_REFUSES_CASES = ["05-no-header.jsonl", "06-header-not-first.jsonl", "07-bom.jsonl"]
+# The parent cycles (12, 14, 15) are left out of every pi run: pi's walk never ends (1.6 dies of heap
+# exhaustion, 0.73.1 hangs).
+
+
 @pytest.fixture(scope="module")
-def case_views(pi: PiDriver, sessions_root: Path) -> dict[str, dict[str, Any]]:
-    """pi's inspect of a private copy of each case (pi rewrites v1/v2 files in place)."""
-    batch = []
-    for case in MIGRATION_CASES + READ_AS_PI_CASES:
-        copy = sessions_root / "cases-pi" / case
+def case_results(pi: PiDriver, sessions_root: Path) -> dict[str, dict[str, Any]]:
+    """pi's inspect of a private copy of each case, one op each ({value} or {error}: a case pi
+    refuses fails only itself), and the copy's bytes afterwards (pi rewrites v1/v2 files in place,
+    ends a torn last line, writes a header into an empty file)."""
+    batch, copies = [], {}
+    for case in MIGRATION_CASES + READ_AS_PI_CASES + PI_REFUSES_CASES + ["08-empty.jsonl"]:
+        copy = copies[case] = sessions_root / "cases-pi" / case
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CASES / case, copy)
         batch.append({"name": case, "ops": [{"op": "inspect", "path": str(copy)}]})
-    return {r["name"]: r["results"][0]["value"] for r in pi.run(batch)}
+    results = {r["name"]: dict(r["results"][0]) for r in pi.run(batch)}
+    for case, result in results.items():
+        result["after"] = copies[case].read_bytes()
+    return results
+
+
+@pytest.fixture(scope="module")
+def case_views(case_results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {case: r["value"] for case, r in case_results.items() if "value" in r}
+
+
+def test_pi_reads_the_read_as_pi_cases(case_results: dict[str, dict[str, Any]]) -> None:
+    refused = {case: r["error"] for case, r in case_results.items() if "error" in r and case in READ_AS_PI_CASES + MIGRATION_CASES}
+    assert not refused
 
 
 @pytest.mark.parametrize("case", READ_AS_PI_CASES)
@@ -743,6 +765,58 @@ def test_daemon_reads_quirk_cases_as_pi(case: str, case_views: dict[str, Any], d
     leaves = open_and_compare(daemon, str(copy), case_views[case], report)
     tally.add("quirk cases read as pi", leaves, not report.lines)
     report.assert_clean()
+
+
+@pytest.mark.parametrize("case", PI_REFUSES_CASES)
+def test_files_pi_refuses(case: str, case_results: dict[str, dict[str, Any]], pi: PiDriver, daemon: Daemon, sessions_root: Path) -> None:
+    """pi throws and leaves the file alone; so does the daemon, but for the BOM file, which it shows
+    read-only: what pi reads once the mark is gone, appends refused (-32024), the file unchanged."""
+    pi_result = case_results[case]
+    assert "not a valid pi session" in pi_result.get("error", ""), pi_result
+    assert pi_result["after"] == (CASES / case).read_bytes(), "pi changed a file it refused"
+    copy = sessions_root / "cases-refused" / case
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CASES / case, copy)
+    if case != "07-bom.jsonl":
+        with pytest.raises(daemon.Error) as refused:
+            daemon.request("session/open", {"path": str(copy)})
+        assert refused.value.code == -32014
+    else:
+        unmarked = copy.with_name("07-unmarked.jsonl")
+        unmarked.write_bytes(copy.read_bytes().removeprefix(b"\xef\xbb\xbf"))
+        # pi's view of the same lines without the mark
+        pi_view = pi.run([{"name": case, "ops": [{"op": "inspect", "path": str(unmarked)}]}])[0]["results"][0]["value"]
+        report = Report(case)
+        opened = daemon.request("session/open", {"path": str(copy)})
+        try:
+            assert [w["kind"] for w in opened["warnings"]] == ["read-only"]
+            compare_views(report, pi_view, daemon_view(daemon, opened["sessionId"], [e["id"] for e in pi_view["entries"]]))
+            user = {"role": "user", "content": "one more", "timestamp": 1}
+            with pytest.raises(daemon.Error) as refused:
+                daemon.request("session/append", {"sessionId": opened["sessionId"], "entry": {"type": "message", "message": user}})
+            assert refused.value.code == -32024 and refused.value.data["path"] == str(copy)
+        finally:
+            daemon.request("session/close", {"sessionId": opened["sessionId"]})
+        report.assert_clean()
+    assert copy.read_bytes() == (CASES / case).read_bytes()
+
+
+def test_files_pi_writes_on_open_the_daemon_leaves_alone(case_results: dict[str, dict[str, Any]], daemon: Daemon, sessions_root: Path) -> None:
+    """protocol.md's differences: pi ends a torn last line with "\n" on every load and writes a header
+    into an empty file; the daemon opens (or refuses) without writing a byte."""
+    torn, empty = case_results["04-truncated-last.jsonl"], case_results["08-empty.jsonl"]
+    original = (CASES / "04-truncated-last.jsonl").read_bytes()
+    assert not original.endswith(b"\n") and torn["after"] == original + b"\n"
+    assert empty["after"].startswith(b'{"type":"session"') and not (CASES / "08-empty.jsonl").read_bytes()
+    for case in ("04-truncated-last.jsonl", "08-empty.jsonl"):
+        copy = sessions_root / "cases-untouched" / case
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CASES / case, copy)
+        try:
+            daemon.request("session/close", {"sessionId": daemon.request("session/open", {"path": str(copy)})["sessionId"]})
+        except daemon.Error as exc:
+            assert case == "08-empty.jsonl" and exc.code == -32014
+        assert copy.read_bytes() == (CASES / case).read_bytes(), case
 
 
 DUPLICATE_ID_CASES = ["10-duplicate-id-exact.jsonl", "11-duplicate-id-conflict.jsonl"]
