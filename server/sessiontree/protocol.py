@@ -225,6 +225,21 @@ class LabelParams:
 
 
 @attrs.define
+class ContextReplacement:
+    """What a context edit puts in place of its target's content: a string or content blocks."""
+
+    content: str | list[Any]
+
+
+@attrs.define
+class EditContextParams:
+    session_id: str
+    target_id: str
+    replacement: ContextReplacement | None  # null: the target's messages leave the context
+    expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
 class ConfigureParams:
     session_id: str
     context_window: int | None = None
@@ -538,6 +553,9 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),
     "session/label": MethodTypes(LabelParams, AppendResult, "Set or clear the label of an entry."),
     "session/setName": MethodTypes(SetNameParams, AppendResult, "Set or clear the session's name."),
+    "session/editContext": MethodTypes(
+        EditContextParams, AppendResult, "Replace or hide an earlier message in the context of this branch."
+    ),
     "session/subscribe": MethodTypes(SessionParams, SubscribeResult, "Watch the file for other writers."),
     "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
 }
@@ -597,6 +615,12 @@ def _structure_number(value: Any, _type: Any) -> float | int:
     raise ValueError(f"expected a number, got {type(value).__name__}")
 
 
+def _structure_content(value: Any, _type: Any) -> str | list[Any]:
+    if not isinstance(value, str | list):
+        raise ValueError(f"expected a string or an array, got {type(value).__name__}")
+    return value
+
+
 def _structure_object(value: Any, _type: Any) -> JsonObject:
     if not isinstance(value, dict):
         raise ValueError(f"expected an object, got {type(value).__name__}")
@@ -635,6 +659,7 @@ def make_converter() -> cattrs.Converter:
     for number in (float | int, int | float):
         conv.register_structure_hook(number, _structure_number)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
+    conv.register_structure_hook(str | list[Any], _structure_content)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
     # Entries, messages and headers are JSON already: walking them again would only copy them.
     conv.register_unstructure_hook_func(_is_json_payload, _as_is)

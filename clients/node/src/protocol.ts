@@ -123,6 +123,11 @@ export interface ContextParams {
   settings?: CompactionSettings | null;
 }
 
+/** What a context edit puts in place of its target's content: a string or content blocks. */
+export interface ContextReplacement {
+  content: string | unknown[];
+}
+
 export interface ContextResult {
   messages: unknown[];
   thinkingLevel: string | null;
@@ -160,6 +165,14 @@ export interface DidChangeParams {
   leafId: string | null;
   cursor: string | null;
   leafMoved: boolean;
+}
+
+export interface EditContextParams {
+  sessionId: string;
+  targetId: string;
+  replacement: ContextReplacement | null;
+  /** Absent and null differ: absent is the default, null is no entry (protocol.md, Absent and null). */
+  expectedLeafId?: string | null;
 }
 
 export interface EntriesParams {
@@ -495,6 +508,7 @@ export interface Methods {
   "session/configure": { params: ConfigureParams; result: ConfigureResult };
   "session/context": { params: ContextParams; result: ContextResult };
   "session/create": { params: CreateParams; result: CreateResult };
+  "session/editContext": { params: EditContextParams; result: AppendResult };
   "session/entries": { params: EntriesParams; result: EntriesResult };
   "session/export": { params: ExportParams; result: ExportResult };
   "session/fork": { params: ForkParams; result: ForkResult };
@@ -524,7 +538,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 
