@@ -21,6 +21,7 @@ import msgspec
 from .. import jsonfmt
 from ..entries import Node, iso_to_ms, model_of
 from ..file_warning import FileWarning
+from ..jsstring import js_truthy
 from ..store import SessionIndex
 from ..store.index import Anchors
 
@@ -44,15 +45,6 @@ def walk_path(index: SessionIndex, leaf_id: str | None, warnings: list[FileWarni
 def _present(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     """JSON.stringify drops undefined values: copy only the keys the entry has."""
     return {key: entry[key] for key in keys if key in entry}
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript's truthiness (an empty array or object is true, NaN is false)."""
-    if value is None or value is False or value == "":
-        return False
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value == value and value != 0  # NaN != NaN
-    return True
 
 
 def custom_message(entry: dict[str, Any]) -> dict[str, Any]:
