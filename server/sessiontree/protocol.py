@@ -263,6 +263,7 @@ class CommitCompactionParams:
     settings: CompactionSettings | None = None
     from_hook: bool | None = None
     details: Any = None
+    usage: JsonObject | None = None
 
 
 @attrs.define
@@ -295,6 +296,7 @@ class CommitBranchSummaryParams:
     reserve_tokens: int | None = None
     from_hook: bool | None = None
     details: Any = None
+    usage: JsonObject | None = None
 
 
 @attrs.define
@@ -508,6 +510,7 @@ class SummarizeParams:
 class SummarizeResult:
     summary: str
     turn_prefix_summary: str | None = None
+    usage: JsonObject | None = None
 
 
 # The schema's (and the clients') name of a class, where it differs from the Python name:

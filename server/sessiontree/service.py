@@ -192,7 +192,7 @@ class SessionService:
         window = params.context_window or opened.context_window
         if window:
             settings = params.settings or opened.compaction_settings
-            result.compaction = summaries.advice(summaries.context_at(opened, result.leaf_id), window, settings)
+            result.compaction = summaries.advice(opened, summaries.context_at(opened, result.leaf_id), window, settings)
         return result
 
     def append_many(self, requests: builtins.list[protocol.AppendParams]) -> builtins.list[AppendResult | SessionTreeError]:
@@ -356,7 +356,7 @@ class SessionService:
             result.tokens = summaries.context_tokens(context.messages)
         if window:
             settings = params.settings or opened.compaction_settings
-            result.compaction = summaries.advice(context, window, settings)
+            result.compaction = summaries.advice(opened, context, window, settings)
         return result
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:

@@ -239,7 +239,8 @@ async def test_navigate_summarises_the_branch_left(summarising: tuple[LanguageCl
     [request] = summariser.requests
     assert request["kind"] == "branchSummary" and request["branchSummary"]["entryIds"] == ids[2:]
     entry = result["entry"]
-    assert entry["type"] == "branch_summary" and entry["parentId"] == ids[1] and entry["fromId"] == ids[1]
+    # pi 1.6: fromId is the leaf left behind, whose abandoned path was summarised
+    assert entry["type"] == "branch_summary" and entry["parentId"] == ids[1] and entry["fromId"] == ids[-1]
     assert entry["summary"].startswith("The user explored a different conversation branch before returning here.")
     assert "Explored answers.\n\n<modified-files>\nsrc/1.py" in entry["summary"]
     target_user = await call(client, "session/navigate", {"sessionId": session_id, "targetId": ids[2]})
