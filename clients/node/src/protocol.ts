@@ -56,6 +56,7 @@ export interface CommitBranchSummaryParams {
   reserveTokens?: number | null;
   fromHook?: boolean | null;
   details?: unknown;
+  usage?: { [key: string]: unknown } | null;
 }
 
 export interface CommitBranchSummaryResult {
@@ -72,6 +73,7 @@ export interface CommitCompactionParams {
   settings?: CompactionSettings | null;
   fromHook?: boolean | null;
   details?: unknown;
+  usage?: { [key: string]: unknown } | null;
 }
 
 export interface CommitCompactionResult {
@@ -421,14 +423,16 @@ export interface SummarizeParams {
 export interface SummarizeResult {
   summary: string;
   turnPrefixSummary?: string | null;
+  usage?: { [key: string]: unknown } | null;
 }
 
-/** One model call as pi makes it: a system prompt and one user message. */
+/** One model call as pi 1.6.0 makes it: a system prompt and one user message of text. `messages` is the same request as pi-ai's normalizeContext gives it (a leading system message, then the user message); `system_prompt` and `prompt` are its two texts, for clients that send a system field. pi sets no output cap (the model's own limit applies) and passes the session's thinking level as the reasoning effort of a reasoning model. */
 export interface SummaryPrompt {
   systemPrompt: string;
   prompt: string;
   conversationText: string;
-  maxTokens: number;
+  messages: ({ [key: string]: unknown })[];
+  thinkingLevel?: unknown;
 }
 
 export interface TreeNode {
