@@ -303,3 +303,17 @@ def test_generated_sessions_cover_the_hard_cases(pi_results: list[dict[str, Any]
     assert sum(x is None for x in preparations) >= 5  # paths ending in a compaction
     budgets_hit = [b for r in pi_results for b in r["branches"] if len(b["messages"]) < len(b["entryIds"])]
     assert budgets_hit
+
+
+def test_generated_sessions_cover_pi_1_x_entries(pi_results: list[dict[str, Any]]) -> None:
+    """System checkpoints, usage estimates set aside by an edit or compaction, nothing to summarise
+    on a path that does not end in a compaction, and usage on written branch summaries all occur."""
+    leaves = [leaf for r in pi_results for leaf in r["leaves"]]
+    written = [x["written"] for leaf in leaves for x in leaf["preparations"] if x.get("written")]
+    assert sum("systemMessage" in x for x in written) >= 20
+    assert sum("systemMessage" not in x for x in written) >= 20
+    assert sum(leaf["projectedTokens"] != leaf["contextTokens"] for leaf in leaves) >= 20
+    nothing = [x for leaf in leaves for x in leaf["preparations"] if x["preparation"] is None]
+    assert len(nothing) >= 20
+    branches = [b["written"] for r in pi_results for b in r["branches"] if b.get("written")]
+    assert sum("usage" in x for x in branches) >= 5
