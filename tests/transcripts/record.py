@@ -200,6 +200,9 @@ def compaction(d: Driver, root: Path) -> None:
     d.error("session/commitCompaction", commit | {"leafId": d.result("session/info", {"sessionId": sid})["leafId"]}, -32019)
     d.error("session/compact", {"sessionId": sid}, -32019)
     d.result("session/append", {"sessionId": sid, "entry": assistant("Understood. " + "so " * 60, 6)})
+    # pi 1.6 summarises nothing that the kept part holds: a new turn leaves something before it.
+    d.result("session/append", {"sessionId": sid, "entry": user("Question 3: " + "why " * 40, 7)})
+    d.result("session/append", {"sessionId": sid, "entry": assistant("Answer 3: " + "because " * 40, 8)})
     answered = d.call_answering("session/compact", {"sessionId": sid, "settings": settings, "workDoneToken": "c1"}, summary_answer)
     assert "result" in answered, answered
     failing = d.call_answering(
@@ -465,9 +468,14 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     reply = assistant("Hi! This repository holds a daemon for session files.", 1000)
     call("session/configure", "session/append", {"sessionId": sid, "entry": reply})
     prepared = call("session/prepareCompaction", "session/prepareCompaction", {"sessionId": sid, "settings": settings})
-    commit = {"sessionId": sid, "leafId": prepared["leafId"], "summary": "The user said hello.", "settings": settings}
+    commit = {"sessionId": sid, "leafId": prepared["leafId"], "settings": settings}
+    if "historyPrompt" in prepared:
+        commit["summary"] = "The user said hello."
+    if "turnPrefixPrompt" in prepared:  # the reply alone fills keepRecentTokens: the turn is split
+        commit["turnPrefixSummary"] = "The user said hello."
     call("session/commitCompaction", "session/commitCompaction", commit)
-    call("session/compact", "session/append", {"sessionId": sid, "entry": user("What does it do?", 2000)})
+    question = "What does it do, and how do I run it on my own sessions?"  # alone over keepRecentTokens
+    call("session/compact", "session/append", {"sessionId": sid, "entry": user(question, 2000)})
     sections.append("session/compact")
     compacted = d.call_answering("session/compact", {"sessionId": sid, "settings": settings}, summary_answer)
     assert "result" in compacted, compacted
