@@ -471,4 +471,7 @@ def build_line(entry: dict[str, Any], id: str, parent_id: str | None, timestamp:
             del ordered[key]
     if type_ == "session_info" and isinstance(ordered.get("name"), str):
         ordered["name"] = session_name(ordered["name"])
+    system = ordered.get("systemMessage")
+    if type_ == "compaction" and isinstance(system, dict) and "timestamp" not in system:
+        ordered["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}  # pi: the compaction's time
     return ordered
