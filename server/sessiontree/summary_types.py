@@ -44,7 +44,7 @@ class SummaryPrompt:
     prompt: str
     conversation_text: str
     messages: list[dict[str, Any]]
-    thinking_level: Any = None
+    thinking_level: str | None = None
 
 
 @attrs.define

@@ -432,7 +432,7 @@ export interface SummaryPrompt {
   prompt: string;
   conversationText: string;
   messages: ({ [key: string]: unknown })[];
-  thinkingLevel?: unknown;
+  thinkingLevel?: string;
 }
 
 export interface TreeNode {

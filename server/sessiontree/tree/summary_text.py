@@ -169,7 +169,8 @@ def _request(conversation: str, text: str, thinking_level: Any) -> SummaryPrompt
         {"role": "system", "content": prompts.SYSTEM_PROMPT, "timestamp": 0},
         {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0},
     ]
-    return SummaryPrompt(prompts.SYSTEM_PROMPT, text, conversation, messages, thinking_level)
+    level = thinking_level if isinstance(thinking_level, str) else None  # a file may hold anything
+    return SummaryPrompt(prompts.SYSTEM_PROMPT, text, conversation, messages, level)
 
 
 def _conversation(messages: list[Any]) -> str:
