@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sessiontree.tree.system_state import current_system_message
+
 
 def _load_scenarios() -> Any:
     """scenarios.py by path: a bare `import scenarios` could pick up another test dir's module."""
@@ -44,7 +46,8 @@ SCENARIOS = all_scenarios(SCENARIO_COUNT)
 BY_NAME = {s["name"]: s for s in SCENARIOS}
 ENTRY_OPS = {
     "appendMessage", "appendThinkingLevelChange", "appendModelChange", "appendCompaction", "appendCustomEntry",
-    "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branchWithSummary",
+    "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branchWithSummary", "appendUsage",
+    "appendContextEdit",
 }  # fmt: skip
 if TYPE_CHECKING:  # conftest is not importable by name when several test dirs have one
     from pi_harness import Daemon, PiDriver, Tally
@@ -340,12 +343,22 @@ class DaemonRun:
             if "label" in op:
                 params["label"] = op["label"]
             res = self.daemon.request("session/label", params)
+        elif kind == "appendContextEdit":
+            res = self.daemon.request("session/editContext", dict(base, targetId=op["targetId"], replacement=op["replacement"]))
         elif kind == "branchWithSummary":
             params = dict(base, entryId=op["id"], summary=op["summary"])
-            params.update({k: op[k] for k in ("details", "fromHook") if k in op})
+            params.update({k: op[k] for k in ("details", "fromHook", "usage") if k in op})
             branched = self.daemon.request("session/branch", params)
             entry = self.daemon.request("session/entries", dict(base, ids=[branched["summaryEntryId"]]))["entries"][0]
             res = {"id": entry["id"], "timestamp": entry["timestamp"]}
+        elif kind == "appendCompaction":
+            # pi's appendCompaction stores the prompt and tools in force (the replay of the path's
+            # system messages) as `systemMessage`; a client of session/append sends it.
+            entry = entry_of(op)
+            messages = self.daemon.request("session/context", base)["messages"] if self.leaf_now() else []
+            if system := current_system_message(messages):
+                entry["systemMessage"] = {k: v for k, v in system.items() if k != "timestamp"}  # the compaction's time
+            res = self.daemon.request("session/append", dict(base, entry=entry))
         else:
             res = self.daemon.request("session/append", dict(base, entry=entry_of(op)))
         self.created.append(res["id"])
@@ -417,7 +430,11 @@ class DaemonRun:
         return list(self.files)
 
     def op_leaf(self, op: dict[str, Any]) -> Any:
-        return self.daemon.request("session/info", {"sessionId": self.sid}).get("leafId")
+        return self.leaf_now()
+
+    def leaf_now(self) -> str | None:
+        leaf: str | None = self.daemon.request("session/info", {"sessionId": self.sid}).get("leafId")
+        return leaf
 
     def op_name(self, op: dict[str, Any]) -> Any:
         return self.daemon.request("session/info", {"sessionId": self.sid}).get("name")
@@ -454,7 +471,9 @@ def entry_of(op: dict[str, Any]) -> dict[str, Any]:
     if kind == "appendModelChange":
         return {"type": "model_change", "provider": op["provider"], "modelId": op["modelId"]}
     if kind == "appendCompaction":
-        return {"type": "compaction", **pick("summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook")}
+        return {"type": "compaction", **pick("summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook")}
+    if kind == "appendUsage":
+        return {"type": "usage", **pick("kind", "provider", "model", "usage", "note")}
     if kind == "appendCustomEntry":
         return {"type": "custom", **pick("customType", "data")}
     if kind == "appendCustomMessageEntry":
