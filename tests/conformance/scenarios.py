@@ -136,6 +136,7 @@ class SimSession:
 @dataclass
 class Builder:
     rng: random.Random
+    legacy: bool = False  # pi 0.x's operations only: no system messages, context edits, usage
     ops: list[Op] = field(default_factory=list)
     created: int = 0
     sessions: list[SimSession] = field(default_factory=list)  # one per file, in file order
@@ -328,7 +329,7 @@ class Builder:
             op["details"] = {"readFiles": ["a.py", "ü.md"], "modifiedFiles": []}
         if self.rng.random() < 0.3:
             op["fromHook"] = self.rng.random() < 0.5
-        if self.rng.random() < 0.5:
+        if not self.legacy and self.rng.random() < 0.5:
             op["usage"] = usage_of(self.rng)  # pi 1.x: what the summary cost
         return self._append(op, "compaction")
 
@@ -525,17 +526,21 @@ def finish(b: Builder) -> None:
     b.ops.extend({"op": "inspect", "path": {"$file": s.file}} for s in b.sessions)
 
 
-def generate(seed: int, steps: int | None = None) -> Scenario:
+PI1_STEPS = {"system_patch", "context_edit", "usage"}
+
+
+def generate(seed: int, steps: int | None = None, legacy: bool = False) -> Scenario:
+    """A random scenario; `legacy`: with pi 0.x's operations only (what 0.73.1 can write)."""
     rng = random.Random(seed)
-    b = Builder(rng)
+    b = Builder(rng, legacy=legacy)
     b.create()
-    if rng.random() < 0.75:  # pi 1.x persists the prompt and tools first; 0.x sessions have none
+    if not legacy and rng.random() < 0.75:  # pi 1.x persists the prompt and tools first; 0.x sessions have none
         b.system(first=True)
     # pi 0.x writes nothing before the first assistant message: start with a turn.
     b.user()
     b.assistant()
-    kinds = [k for k, _ in STEP_WEIGHTS]
-    weights = [w for _, w in STEP_WEIGHTS]
+    kinds = [k for k, _ in STEP_WEIGHTS if not (legacy and k in PI1_STEPS)]
+    weights = [w for k, w in STEP_WEIGHTS if not (legacy and k in PI1_STEPS)]
     for _ in range(steps if steps is not None else rng.randrange(15, 45)):
         _step(b, rng.choices(kinds, weights)[0])
     finish(b)

@@ -838,6 +838,36 @@ def test_files_pi_writes_on_open_the_daemon_leaves_alone(case_results: dict[str,
         assert copy.read_bytes() == (CASES / case).read_bytes(), case
 
 
+PI0_FILES = Path(__file__).resolve().parent.parent / "fixtures" / "pi-0.73.1"  # written by pi 0.73.1 itself
+
+
+def test_pi_reads_pi0_files_as_the_daemon(pi: PiDriver, daemon: Daemon, sessions_root: Path, tally: Tally) -> None:
+    """Files pi 0.73.1 wrote keep their contexts: pi 1.6.0 reads every leaf, the tree, the entries and
+    the name of each as the daemon does, and neither changes a byte of them."""
+    originals = sorted(PI0_FILES.glob("*/*.jsonl"))
+    assert len(originals) >= 20
+    copies = []
+    for original in originals:
+        copy = sessions_root / "pi0" / original.parent.name / original.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(original, copy)
+        copies.append(copy)
+    batch = [{"name": str(c), "ops": [{"op": "inspect", "path": str(c)}]} for c in copies]
+    views = {r["name"]: r["results"][0] for r in pi.run(batch)}
+    report = Report("pi 0.73.1 files")
+    for original, copy in zip(originals, copies, strict=True):
+        report.where = f"{original.parent.name}/{original.name}"
+        before = len(report.lines)
+        if "error" in views[str(copy)]:
+            report.fail(f"pi 1.6.0 refuses it: {views[str(copy)]['error']}")
+            continue
+        leaves = open_and_compare(daemon, str(copy), views[str(copy)]["value"], report)
+        if copy.read_bytes() != original.read_bytes():
+            report.fail("changed by reading it")
+        tally.add("pi 0.73.1's files (pi 1.6.0 reads, daemon reads)", leaves, len(report.lines) == before)
+    report.assert_clean()
+
+
 DUPLICATE_ID_CASES = ["10-duplicate-id-exact.jsonl", "11-duplicate-id-conflict.jsonl"]
 
 
