@@ -76,12 +76,17 @@ def _usage_still_counts(opened: OpenSession, leaf: str | None, usage_message: An
     """Whether the message whose usage the estimate rests on was recorded after the latest context
     edit or compaction on the branch: walking up from the leaf, it comes before either."""
     session = opened.session
-    for node in reversed(walk_path(session.index, leaf)):
+    index = session.index
+    node = index.get(leaf) if leaf is not None else None
+    seen: set[int] = set()  # a parent chain that loops ends the walk
+    while node is not None and node.seq not in seen:  # up from the leaf: usually a few entries
+        seen.add(node.seq)
         if node.type in ("context_edit", "compaction"):
             return False
         is_reply = node.type == "message" and node.role == "assistant"
         if is_reply and _same_message(session.entry(node).get("message"), usage_message):
             return True
+        node = index.parent(node)
     return True
 
 
