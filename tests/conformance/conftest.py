@@ -66,5 +66,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"  byte comparison (pi replaying the daemon's ids and times): "
             f"{TALLY.byte_identical}/{TALLY.byte_files} files identical to pi's"
-            f" ({TALLY.byte_skipped} not comparable: forks of files where pi orphaned entries)"
         )

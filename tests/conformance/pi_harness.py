@@ -220,7 +220,6 @@ class Tally:
     mismatched_files: int = 0
     byte_files: int = 0
     byte_identical: int = 0
-    byte_skipped: int = 0
     by_direction: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, direction: str, leaves: int, equal: bool) -> None:

@@ -1,4 +1,4 @@
-"""The daemon against pi 0.73.1's own SessionManager.
+"""The daemon against pi 1.6.0's own SessionManager.
 
 Forward: pi writes session files (seeded ids and clock), the daemon opens them;
 every context (each entry as leaf, the default leaf, leaf null), the tree, the
@@ -7,8 +7,11 @@ entries and the name must equal what pi computes from the same file.
 Reverse: the daemon performs the same operations; pi opens the daemon's files
 and must compute what the daemon reports. Then pi replays the operations with the
 daemon's ids and timestamps scripted in: its files must be byte-identical to the
-daemon's and its answers equal, except where protocol.md documents a difference
-(forks of paths holding label entries: the daemon re-parents, pi orphans).
+daemon's and its answers equal.
+
+Files pi 0.x wrote (its v1/v2 formats, the quirk cases, a corpus pi 0.73.1 itself wrote) are read by
+pi 1.6.0 as by the daemon; what pi refuses or writes on open is checked against protocol.md's
+"Deliberate differences from pi".
 """
 
 from __future__ import annotations
@@ -532,26 +535,6 @@ def test_pi_reads_daemon_files(name: str, reverse: dict[str, ReverseRun], tally:
     report.assert_clean()
 
 
-def _orphan_fixed(raw: str) -> str:
-    """pi's file as the daemon documents it: entries whose parent (a label) was dropped by a fork
-    hang under the entry before them instead of becoming roots."""
-    out: list[str] = []
-    seen: list[str] = []
-    for line in raw.split("\n"):
-        if not line:
-            out.append(line)
-            continue
-        entry = json.loads(line)
-        if entry.get("type") != "session":
-            parent = entry.get("parentId")
-            if parent is not None and parent not in seen:
-                new = json.dumps(seen[-1] if seen else None)
-                line = line.replace(f'"parentId":{json.dumps(parent)}', f'"parentId":{new}', 1)
-            seen.append(entry["id"])
-        out.append(line)
-    return "\n".join(out)
-
-
 def _paths_to_placeholders(raw: str, files: list[str]) -> str:
     for k, path in enumerate(files):
         raw = raw.replace(json.dumps(path, ensure_ascii=False), f'"$file{k}"')
@@ -560,7 +543,9 @@ def _paths_to_placeholders(raw: str, files: list[str]) -> str:
 
 @pytest.mark.parametrize("name", list(BY_NAME))
 def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun], tally: Tally) -> None:
-    """Same ops, same ids and times: pi's bytes and answers must be the daemon's."""
+    """Same ops, same ids and times: pi's bytes and answers must be the daemon's. (pi 0.73.1 made
+    the entries below the label entries a fork drops orphan roots; 1.6 re-parents them, as the
+    daemon does, so every file is compared whole.)"""
     rev = reverse[name]
     report = Report(name)
     if any("error" in r for r in rev.run.results):
@@ -568,59 +553,21 @@ def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun],
     replay = rev.replay
     pi_files = replay["files"]
     pi_raws = [Path(p).read_text(encoding="utf-8") if Path(p).exists() else "" for p in pi_files]
-    # Documented difference: pi orphans the entries below label entries a fork drops, the
-    # daemon re-parents them. Such files are compared in their re-parented form; a later fork
-    # *of* such a file takes a different path in pi, so nothing after it can be aligned.
-    orphaned = {k for k, raw in enumerate(pi_raws) if _orphan_fixed(raw) != raw}
-    ops = BY_NAME[name]["ops"]
-    timeline = file_timeline(ops)
-    stop = next((i for i, op in enumerate(ops) if op["op"] == "createBranchedSession" and timeline[i - 1] in orphaned), len(ops))
-    first_unaligned = sum(1 for op in ops[:stop] if op["op"] in FILE_OPS)
-    # Entries the daemon wrote from there on got ids pi could not replay in the same order.
-    late_ids = set(rev.run.id_script[rev.run.id_marks[stop] :]) if stop < len(ops) else set()
-    for i, r in enumerate(replay["results"][:stop]):
+    for i, r in enumerate(replay["results"]):
         if "error" in r:
             report.fail(f"pi replay failed at op#{i} {r['op']}: {r['error']}")
     # strict=False: a replay pi failed (reported above) leaves files out of `pi_raws`
     for k, (pi_raw, our_path) in enumerate(zip(pi_raws, rev.run.files, strict=False)):
-        if k >= first_unaligned:
-            tally.byte_skipped += 1
-            continue
         report.where = f"{name} file#{k}"
-        expected = _paths_to_placeholders(_orphan_fixed(pi_raw), pi_files)
+        expected = _paths_to_placeholders(pi_raw, pi_files)
         got = _paths_to_placeholders(Path(our_path).read_text(encoding="utf-8"), rev.run.files)
-        if late_ids:
-            expected, got = _before_ids(expected, got, late_ids)
         tally.byte_files += 1
         if expected == got:
             tally.byte_identical += 1
             continue
         report_line_diffs(report, expected.split("\n"), got.split("\n"))
-    compare_probes(report, name, replay["results"][:stop], rev.run.results, timeline, orphaned)
+    compare_probes(report, name, replay["results"], rev.run.results)
     report.assert_clean()
-
-
-FILE_OPS = ("create", "createBranchedSession", "forkFrom")
-
-
-def _before_ids(expected: str, got: str, late_ids: set[str]) -> tuple[str, str]:
-    """Both files cut before the daemon's first line holding one of `late_ids`."""
-    got_lines = got.split("\n")
-    cut = next((i for i, line in enumerate(got_lines) if line and json.loads(line).get("id") in late_ids), len(got_lines))
-    return "\n".join(expected.split("\n")[:cut]), "\n".join(got_lines[:cut])
-
-
-def file_timeline(ops: list[dict[str, Any]]) -> list[int]:
-    """The current file index after each op (pi switches to the file it forks or opens)."""
-    out: list[int] = []
-    current, made = -1, 0
-    for op in ops:
-        if op["op"] in FILE_OPS:
-            current, made = made, made + 1
-        elif op["op"] == "open":
-            current = op["path"]["$file"]
-        out.append(current)
-    return out
 
 
 def _pairs(line: str) -> Any:
@@ -651,15 +598,12 @@ def report_line_diffs(report: Report, expected: list[str], got: list[str]) -> No
         )
 
 
-def compare_probes(
-    report: Report, name: str, pi_results: list[dict[str, Any]], ours: list[dict[str, Any]], timeline: list[int], orphaned: set[int]
-) -> None:
-    """Probe answers along the way, except in files where the documented fork difference applies."""
-    # strict=False: `pi_results` stops where the files stop aligning (`stop`), `ours` goes on
-    for i, (p, o) in enumerate(zip(pi_results, ours, strict=False)):
+def compare_probes(report: Report, name: str, pi_results: list[dict[str, Any]], ours: list[dict[str, Any]]) -> None:
+    """Probe answers along the way."""
+    for i, (p, o) in enumerate(zip(pi_results, ours, strict=True)):
         op = p["op"]
         report.where = f"{name} op#{i} {op}"
-        if "value" not in p or "value" not in o or timeline[i] in orphaned:
+        if "value" not in p or "value" not in o:
             continue
         if op in ENTRY_OPS or op in ("leaf", "branch", "name"):
             report.check("", p["value"], o["value"])
