@@ -571,4 +571,5 @@ export const ErrorCodes = {
   SummaryFailed: -32021,
   FileReplaced: -32022,
   StoreUnavailable: -32023,
+  ReadOnlySession: -32024,
 } as const;
