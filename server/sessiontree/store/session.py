@@ -26,7 +26,15 @@ from ..entries import (
     skeleton_columns,
     skeletons,
 )
-from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, SessionTreeError, StorageError
+from ..errors import (
+    EntryNotFound,
+    FileReplaced,
+    LeafConflict,
+    NotASessionFile,
+    ReadOnlySession,
+    SessionTreeError,
+    StorageError,
+)
 from ..file_warning import FileWarning
 from ..unset import UNSET, MaybeId
 from . import sidecar
@@ -123,6 +131,7 @@ class Session:
         self.sidecar_covers = -1  # bytes the index sidecar describes, if it was loaded or saved
         self.fenced = False  # an append ended another writer's torn line: a scan would now see it
         self._unfinished_at = -1  # the file's size when its last line was last found unfinished
+        self.read_only: str | None = None  # why appends are refused (shown, never written to)
 
     # ------------------------------------------------------------------ loading
 
@@ -143,12 +152,32 @@ class Session:
                     session = cls._header_from_tail(storage, header_reader)
                     session.warnings[:0] = skipped
                     session._finish(header_reader, at_open=True)
+                    session._refuse_writes_if_pi_would_not_open()
                     return session
                 session.warnings[:0] = skipped
             with _collector_paused():
                 blocks = session._scan_to(size)
             session._finish(blocks, at_open=True)
+            session._refuse_writes_if_pi_would_not_open()
         return session
+
+    def _refuse_writes_if_pi_would_not_open(self) -> None:
+        """pi (since 0.78) reads a file that starts with a byte order mark as no session at all. The
+        daemon still shows it, but appending would grow a file pi refuses: it is read-only, said so
+        on open, and a fork copies it into a file pi reads."""
+        if self.storage.read(0, len(BOM)) != BOM:
+            return
+        self.read_only = "the file starts with a UTF-8 byte order mark, which pi does not open as a session"
+        if not any(w.kind == "read-only" for w in self.warnings):
+            self.warnings.insert(
+                0,
+                FileWarning(
+                    "read-only",
+                    "line 1 starts with a UTF-8 byte order mark: pi does not open the file as a session, so the"
+                    " daemon shows it but refuses appends (-32024); session/fork copies it into a file pi opens",
+                    line=1,
+                ),
+            )
 
     def _scan_to(self, size: int) -> LineBlocks:
         """Take in the whole lines from `end` to `size`, a big file's later part decoded by a
@@ -453,6 +482,9 @@ class Session:
         `expectedLeafId` are the leaf they leave); one that fails a check gets its error and writes
         nothing, and the others go on. Returns, per request, what it wrote or its error (a failed
         write fails every request that was to be written), and other writers' entries taken in."""
+        if self.read_only is not None:
+            refused = ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+            return [refused for _ in requests], []
         with self.storage.lock():
             leaf_before = self.index.leaf_id
             others = self.refresh()
