@@ -69,6 +69,7 @@ def context_tokens(messages: list[Any]) -> protocol.ContextTokens:
 
 
 def _same_message(a: Any, b: Any) -> bool:
+    """The stored reply and the context's copy of it (which may be a normalized copy, so not `is`)."""
     return isinstance(a, dict) and isinstance(b, dict) and a.get("timestamp") == b.get("timestamp") and a.get("usage") == b.get("usage")
 
 
