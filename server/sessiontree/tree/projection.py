@@ -157,12 +157,8 @@ _probe_content: Final = msgspec.json.Decoder(_ContentProbe).decode
 
 
 def _content_is_set(text: bytes) -> bool:
-    """Whether a message's JSON has a top-level `content` that is not null. pi writes user and
-    assistant messages with `content` second, so those are told by their first bytes; the rest
-    are parsed (skipping every value)."""
-    for prefix in (b'{"role":"user","content":', b'{"role":"assistant","content":'):
-        if text.startswith(prefix):
-            return text[len(prefix) : len(prefix) + 1] != b"n"  # a value that is not null
+    """Whether a message's JSON has a top-level `content` that is not null (the last one, as
+    JSON.parse reads repeated keys): one pass that skips every value without building it."""
     raw = _probe_content(text).content
     return len(raw) > 0 and bytes(raw) != b"null"
 
@@ -223,6 +219,10 @@ class Context:
 # Entry types that contribute messages (a compaction only as the newest on the path, first).
 _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 CONTEXT_EDIT: Final = "context_edit"
+_CONTEXT_TYPES: Final = _MESSAGE_TYPES | {CONTEXT_EDIT}  # what a context reads (settings come with the walk)
+
+
+_SYSTEM_MESSAGE: Final = ("message", "system")
 
 
 def _is_system(node: Node) -> bool:
@@ -239,18 +239,24 @@ class Selection(NamedTuple):
     nodes: list[Node]
 
 
-def select(context: Context, index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Selection:
-    """The selected entries of `leaf_id`'s path; notes its settings in `context`. O(depth) at
-    most; with the leaf's anchors only the stretch from the compaction's kept range down."""
+def select(
+    context: Context, index: SessionIndex, leaf_id: str | None, load: LoadEntry, types: frozenset[str] | None = None
+) -> Selection:
+    """The selected entries of `leaf_id`'s path (only those of `types`, if given); notes its
+    settings in `context`. O(depth) at most; with the leaf's anchors only the stretch from the
+    compaction's kept range down."""
     leaf = index.get(leaf_id) if leaf_id is not None else None
     anchors = index.anchors(leaf.seq) if leaf is not None and index.anchors_hold else None
     if leaf is not None and anchors is not None:
-        return _select_from_anchors(context, index, leaf, anchors, load)
-    return _select_by_walking(context, index, leaf_id, load)
+        return _select_from_anchors(context, index, leaf, anchors, load, types)
+    chosen = _select_by_walking(context, index, leaf_id, load)
+    if types is None:
+        return chosen
+    return chosen._replace(nodes=[node for node in chosen.nodes if node.type in types])
 
 
 def _select_from_anchors(
-    context: Context, index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry
+    context: Context, index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry, types: frozenset[str] | None
 ) -> Selection:
     """Walk only from the leaf back to its last compaction (and on to the first kept entry):
     the settings and the compaction come from the leaf's anchors."""
@@ -259,13 +265,16 @@ def _select_from_anchors(
         if setting is not None:
             context.note_setting(setting)
     after = _up_to(index, leaf.seq, -1 if compaction is None else compaction.seq)
-    if compaction is None:
-        return Selection(None, None, [index.node(seq) for seq in after])
-    entry = load(compaction)
-    kept = [index.node(seq) for seq in _kept_above(index, compaction.seq, entry.get("firstKeptEntryId"))]
-    return Selection(
-        compaction, entry, [node for node in kept if not _is_system(node)] + [index.node(seq) for seq in after]
-    )
+    entry = None
+    if compaction is not None:
+        entry = load(compaction)
+        kept = _kept_above(index, compaction.seq, entry.get("firstKeptEntryId"))
+        kinds, codes = index.kinds.values, index.kinds.codes  # (type, role) per seq
+        after = [seq for seq in kept if kinds[codes[seq]] != _SYSTEM_MESSAGE] + after
+    if types is not None:  # Nodes are made only for the entries wanted
+        type_of = index.type_of
+        after = [seq for seq in after if type_of(seq) in types]
+    return Selection(compaction, entry, [index.node(seq) for seq in after])
 
 
 def _up_to(index: SessionIndex, leaf: int, stop: int) -> list[int]:
@@ -337,7 +346,7 @@ def build_context(
     """pi's buildSessionContext for `leaf_id` (None: the empty context). `load_messages`, if
     given, reads the entries that become messages all at once (see `LoadMessages`)."""
     context = Context(leaf_id)
-    return fill_context(context, select(context, index, leaf_id, load), load, load_messages)
+    return fill_context(context, select(context, index, leaf_id, load, _CONTEXT_TYPES), load, load_messages)
 
 
 def fill_context(
