@@ -171,8 +171,10 @@ def test_pi_cli_and_the_daemon_share_a_session(scene: tuple[PiCli, Daemon], node
         (by_role("user")[0]["id"], {"content": "first question, as edited by the daemon"}),
         (by_role("toolResult")[0]["id"], {"content": "tool output replaced by the daemon"}),
     ]:
-        daemon.request("session/editContext", {"sessionId": sid, "targetId": target, "replacement": replacement})
+        ours = daemon.request("session/editContext", {"sessionId": sid, "targetId": target, "replacement": replacement})["id"]
     cli.run("-p", "--continue", "what now")
+    entries = daemon.request("session/entries", {"sessionId": sid, "since": ours})["entries"]
+    assert entries[0]["message"]["role"] == "user" and entries[0]["parentId"] == ours, "pi continues below the daemon's entries"
     assert check_requests_are_daemon_contexts(cli, daemon, sid, node, tmp_path) == 4
     last = json.dumps(cli.server.requests[-1]["messages"])
     assert "a note from the editor" in last and "as edited by the daemon" in last and "replaced by the daemon" in last
