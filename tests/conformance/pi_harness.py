@@ -23,6 +23,7 @@ from support.daemon import RawDaemon, frame
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
 RPC_TIMEOUT_S = 10.0
+STARTUP_TIMEOUT_S = 60.0
 
 
 def _pinned() -> tuple[str, str]:
@@ -147,7 +148,7 @@ class Daemon(RawDaemon):
     def _output_ended(self) -> None:
         self.messages.put(EOFError("the daemon closed its stdout"))
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = RPC_TIMEOUT_S) -> Any:
         self.next_id += 1
         rid = self.next_id
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -156,9 +157,9 @@ class Daemon(RawDaemon):
         self.send(frame(js_json(message)))
         while True:
             try:
-                reply = self.messages.get(timeout=RPC_TIMEOUT_S)
+                reply = self.messages.get(timeout=timeout)
             except queue.Empty:
-                raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+                raise RpcError(method, {"code": None, "message": f"no response within {timeout} s"}) from None
             if isinstance(reply, EOFError):
                 self.messages.put(reply)
                 raise reply
@@ -200,8 +201,9 @@ class Daemon(RawDaemon):
 def start_daemon(sessions_dir: Path, log_path: Path, *extra: str) -> Daemon:
     daemon = Daemon(sessions_dir, log_path, *extra)
     try:
-        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
-    except (EOFError, OSError) as exc:
+        # Start-up (Python importing the daemon on a loaded machine) is bounded apart from answers.
+        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}}, timeout=STARTUP_TIMEOUT_S)
+    except (EOFError, OSError, RpcError) as exc:
         daemon.kill()
         pytest.fail(f"the daemon did not start ({exc}); its stderr:\n{log_path.read_text(errors='replace')[-3000:]}")
     daemon.notify("initialized", {})
