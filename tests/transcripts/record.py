@@ -257,6 +257,7 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/append", {"sessionId": sid, "entries": [note], "expectedLeafId": level["id"]})
     d.result("session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     d.result("session/setName", {"sessionId": sid, "name": "  Demo session  "})
+    d.result("session/editContext", {"sessionId": sid, "targetId": answer, "replacement": {"content": "A daemon (edited)."}})
     d.result("session/subscribe", {"sessionId": sid})
     d.result("session/unsubscribe", {"sessionId": sid})
     d.result("session/context", {"sessionId": sid})
@@ -463,6 +464,8 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
     call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
+    edit = {"sessionId": sid, "targetId": first, "replacement": {"content": "Hello there"}}
+    call("session/editContext", "session/editContext", edit)
     settings = {"reserveTokens": 100, "keepRecentTokens": 10}
     call("session/configure", "session/configure", {"sessionId": sid, "contextWindow": 120, "settings": settings})
     reply = assistant("Hi! This repository holds a daemon for session files.", 1000)

@@ -1,5 +1,5 @@
 """Entries pi 1.6 writes, as `session/append` checks and builds them (unit level; over stdio:
-tests/e2e/test_pi16_entries.py)."""
+tests/e2e/test_pi16_appends_over_stdio.py)."""
 
 from __future__ import annotations
 
