@@ -232,9 +232,13 @@ def _is_file(entry: os.DirEntry[Any]) -> bool:
 
 
 def list_sessions(
-    root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None
+    root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None, every_cwd: bool = False
 ) -> list[SessionSummary]:
-    """Summaries of the session files among `files`, newest activity first."""
+    """Summaries of the session files among `files`, newest activity first.
+
+    Ties in `modified` fall as pi 1.6 orders them before its stable sort by `modified`: by file name
+    descending for one cwd (`list`); across every cwd (`listAll`) the file written last first, then
+    by file name descending."""
     summaries = []
     for done, path in enumerate(files, start=1):
         summary = summarize(root, path)
@@ -242,11 +246,18 @@ def list_sessions(
             summaries.append(summary)
         if progress is not None:
             progress(done, len(files))
-    # pi 1.6 sorts the file names descending before it reads them and then sorts stably by
-    # `modified`: ties fall in reverse file-name order.
     summaries.sort(key=lambda s: collation_key(Path(s.path).name), reverse=True)
+    if every_cwd:
+        summaries.sort(key=lambda s: _mtime(Path(s.path)), reverse=True)
     summaries.sort(key=lambda s: s.modified, reverse=True)
     return summaries
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # gone since it was read: last, as pi puts a file it cannot stat
+        return float("-inf")
 
 
 # The ASCII characters in the order of JavaScript's `localeCompare` (ICU's root collation, which

@@ -183,6 +183,19 @@ function inspect(path) {
 
 // ---------------------------------------------------------------- ops
 
+/** A SessionInfo as the daemon's session/list spells it. */
+const listed = (i) => ({
+  path: i.path,
+  id: i.id,
+  cwd: i.cwd,
+  name: i.name ?? null,
+  parentSession: i.parentSessionPath ?? null,
+  created: i.created.toISOString(),
+  modified: i.modified.toISOString(),
+  messageCount: i.messageCount,
+  firstMessage: i.firstMessage,
+});
+
 /** Scenario refs: {"$ref": i} = i-th entry id the scenario created, {"$file": k} = k-th file. */
 function resolveRefs(value, state) {
   if (Array.isArray(value)) return value.map((v) => resolveRefs(v, state));
@@ -254,18 +267,9 @@ const OPS = {
   entries: (s) => plain(s.sm.getEntries()),
   inspect: (_s, o) => inspect(o.path),
   // SessionManager.list: what the daemon's session/list must report for the same directory.
-  list: async (_s, o) =>
-    (await SessionManager.list(o.cwd, o.sessionDir)).map((i) => ({
-      path: i.path,
-      id: i.id,
-      cwd: i.cwd,
-      name: i.name ?? null,
-      parentSession: i.parentSessionPath ?? null,
-      created: i.created.toISOString(),
-      modified: i.modified.toISOString(),
-      messageCount: i.messageCount,
-      firstMessage: i.firstMessage,
-    })),
+  list: async (_s, o) => (await SessionManager.list(o.cwd, o.sessionDir)).map(listed),
+  // SessionManager.listAll: what session/list without a cwd must report for the same root.
+  listAll: async (_s, o) => (await SessionManager.listAll(o.sessionDir)).map(listed),
   files: (s) => [...s.files],
 };
 

@@ -101,7 +101,8 @@ class PiDriver:
     node: str = "node"
     runs: int = 0
 
-    def run(self, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def run(self, scenarios: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """`env`: added to the driver's environment (e.g. PI_CODING_AGENT_DIR)."""
         self.runs += 1
         script = self.workdir / f"batch-{self.runs}.json"
         script.write_bytes(js_json(scenarios))
@@ -110,6 +111,7 @@ class PiDriver:
             capture_output=True,
             timeout=300,
             check=False,
+            env={**os.environ, **(env or {})},
         )
         if proc.returncode != 0:
             raise RuntimeError(f"pi driver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')}")

@@ -696,10 +696,10 @@ ALL_OPS = {
     "create", "open", "appendMessage", "appendThinkingLevelChange", "appendModelChange", "appendCompaction",
     "appendCustomEntry", "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branch",
     "resetLeaf", "branchWithSummary", "createBranchedSession", "forkFrom", "file", "leaf", "contexts",
-    "tree", "entries", "inspect", "files", "name", "setClock", "list", "appendUsage", "appendContextEdit",
+    "tree", "entries", "inspect", "files", "name", "setClock", "list", "listAll", "appendUsage", "appendContextEdit",
 }
 # Ops the tests add themselves (they need the daemon's directories).
-TEST_OPS = {"list"}  # fmt: skip
+TEST_OPS = {"list", "listAll"}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -646,6 +646,24 @@ def test_session_list_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, d
     report.assert_clean()
 
 
+def test_session_list_of_every_cwd_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, daemon: Daemon, sessions_root: Path, tmp_path: Path) -> None:
+    """session/list without a cwd against pi's SessionManager.listAll of the same root (pi's agent
+    directory's `sessions`, a link to it): the same sessions in the same order (ties in `modified`:
+    the file written last first, then by name). The daemon also lists a file that starts with a byte
+    order mark, which pi leaves out (protocol.md's differences)."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sessions").symlink_to(sessions_root, target_is_directory=True)
+    ops = [{"op": "listAll"}]
+    pi_list = pi.run([{"name": "listAll", "ops": ops}], env={"PI_CODING_AGENT_DIR": str(agent)})[0]["results"][0]["value"]
+    ours = [s for s in daemon.request("session/list", {})["sessions"] if not Path(s["path"]).read_bytes().startswith(b"\xef\xbb\xbf")]
+    assert len(pi_list) > 50
+    view = lambda s, prefix: norm({"path": s["path"].removeprefix(prefix), **{k: s.get(k) for k in LIST_KEYS}})  # noqa: E731
+    report = Report("session/list (every cwd)")
+    report.check("", [view(s, str(agent / "sessions")) for s in pi_list], [view(s, str(sessions_root)) for s in ours])
+    report.assert_clean()
+
+
 # --------------------------------------------------------------------------- documented differences, asserted as documented
 
 

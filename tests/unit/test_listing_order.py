@@ -3,6 +3,7 @@ order descending, names compared as JavaScript's `localeCompare` compares them (
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sessiontree import protocol as p
@@ -32,3 +33,15 @@ def test_ties_in_modified_fall_in_reverse_file_name_order(tmp_path: Path) -> Non
     service = SessionService(ServiceConfig(tmp_path))
     listed = [Path(s.path).stem for s in service.list(p.ListParams(cwd="/w")).sessions]
     assert listed == ["Z0", "z0", "B", "ab", "A", "a", "a-b", "a_b", "2025-01-01T00-00-00-000Z_x"]
+
+
+def test_ties_across_every_cwd_fall_newest_file_first(tmp_path: Path) -> None:
+    """pi 1.6's listAll orders the files by modification time, then name, both descending, before
+    its stable sort by `modified`."""
+    paths = {name: write_session(tmp_path, cwd, name) for cwd, name in [("/a", "b"), ("/b", "a"), ("/c", "c"), ("/d", "d")]}
+    for seconds, name in enumerate(["c", "a", "d"]):
+        os.utime(paths[name], (1_700_000_000 + seconds, 1_700_000_000 + seconds))
+    os.utime(paths["b"], (1_700_000_001, 1_700_000_001))  # a's time: then by name, b before a
+    service = SessionService(ServiceConfig(tmp_path))
+    listed = [Path(s.path).stem for s in service.list(p.ListParams()).sessions]
+    assert listed == ["d", "b", "a", "c"]
