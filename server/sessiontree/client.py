@@ -287,6 +287,9 @@ class SessionTreeClient:
     async def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
         return await self._call("session/setName", params, protocol.AppendResult)
 
+    async def edit_context(self, params: protocol.EditContextParams) -> protocol.AppendResult:
+        return await self._call("session/editContext", params, protocol.AppendResult)
+
     async def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
         return await self._call("session/subscribe", params, protocol.SubscribeResult)
 
@@ -394,6 +397,9 @@ class SyncSessionTreeClient:
 
     def set_name(self, params: protocol.SetNameParams) -> protocol.AppendResult:
         return self._run(self.client.set_name(params))
+
+    def edit_context(self, params: protocol.EditContextParams) -> protocol.AppendResult:
+        return self._run(self.client.edit_context(params))
 
     def subscribe(self, params: protocol.SessionParams) -> protocol.SubscribeResult:
         return self._run(self.client.subscribe(params))

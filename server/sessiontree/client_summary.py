@@ -57,13 +57,16 @@ class Summarizer:
         prepare = protocol.PrepareCompactionParams(params.session_id, UNSET, params.settings, params.custom_instructions)
         prepared = self.service.prepare_compaction(prepare)
         if prepared is None:
-            raise NothingToCompact("nothing to compact: the path is empty or already ends in a compaction")
+            raise NothingToCompact(
+                "nothing to compact: the path is empty, ends in a compaction, or has no message before the kept part"
+            )
         request = SummarizeParams(params.session_id, "compaction", compaction=prepared)
         answer = await self._ask(request, params.timeout_ms, params.work_done_token)
         if prepared.turn_prefix_prompt is not None and answer.turn_prefix_summary is None:
             raise SummaryFailed("the client's answer lacks turnPrefixSummary for the split turn", reason="malformed")
         commit = protocol.CommitCompactionParams(
-            params.session_id, prepared.leaf_id, answer.summary, answer.turn_prefix_summary, params.settings
+            params.session_id, prepared.leaf_id, answer.summary, answer.turn_prefix_summary, params.settings,
+            usage=answer.usage,
         )
         return self.service.commit_compaction(commit)
 
@@ -75,12 +78,14 @@ class Summarizer:
             custom_instructions=params.custom_instructions, replace_instructions=params.replace_instructions,
         )
         prepared = self.service.prepare_branch_summary(prepare)
-        summary = None
+        summary = usage = None
         if prepared.prompt is not None:  # pi asks no model when nothing is left to summarise
             request = SummarizeParams(params.session_id, "branchSummary", branch_summary=prepared)
-            summary = (await self._ask(request, params.timeout_ms, params.work_done_token)).summary
+            answer = await self._ask(request, params.timeout_ms, params.work_done_token)
+            summary, usage = answer.summary, answer.usage
         commit = protocol.CommitBranchSummaryParams(
-            params.session_id, params.target_id, prepared.from_id, summary, context_window=window, reserve_tokens=reserve
+            params.session_id, params.target_id, prepared.from_id, summary, context_window=window, reserve_tokens=reserve,
+            usage=usage,
         )
         return self.service.commit_branch_summary(commit)
 

@@ -9,6 +9,7 @@ daemon does not know are never touched: lines are only ever read or appended.
 from __future__ import annotations
 
 import random
+import re
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ import msgspec
 
 from . import jsonfmt
 from .errors import InvalidParams
+from .jsstring import js_truthy
 
 ENTRY_TYPES: Final = (
     "message",
@@ -29,6 +31,8 @@ ENTRY_TYPES: Final = (
     "custom_message",
     "label",
     "session_info",
+    "context_edit",
+    "usage",
 )
 
 # pi's key order per type (JSON.stringify keeps insertion order): own fields that pi
@@ -41,10 +45,12 @@ _AFTER_IDS: Final[dict[str, tuple[str, ...]]] = {
     "message": ("message",),
     "thinking_level_change": ("thinkingLevel",),
     "model_change": ("provider", "modelId"),
-    "compaction": ("summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook"),
-    "branch_summary": ("fromId", "summary", "details", "fromHook"),
+    "compaction": ("summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook", "systemMessage"),
+    "branch_summary": ("fromId", "summary", "details", "usage", "fromHook"),
     "label": ("targetId", "label"),
     "session_info": ("name",),
+    "context_edit": ("targetId", "replacement"),
+    "usage": ("kind", "provider", "model", "usage", "note"),
 }
 _ASSIGNED: Final = ("id", "parentId", "timestamp")
 _SUMMARY_ROLES: Final = ("branchSummary", "compactionSummary")
@@ -59,6 +65,14 @@ _JS_WHITESPACE: Final = (
 def js_trim(text: str) -> str:
     """JavaScript's `trim()`: unlike `str.strip()` it strips U+FEFF and not U+001C..U+001F."""
     return text.strip(_JS_WHITESPACE)
+
+
+_LINE_BREAKS: Final = re.compile(r"[\r\n]+")
+
+
+def session_name(name: str) -> str:
+    """A name as pi 1.6's appendSessionInfo writes it: `name.replace(/[\r\n]+/g, " ").trim()`."""
+    return js_trim(_LINE_BREAKS.sub(" ", name))
 
 
 _second: list[Any] = [None, ""]  # the last second formatted, and its text: appends come many a second
@@ -355,8 +369,42 @@ def _validate_message(entry: dict[str, Any], where: str) -> None:
 
 def _validate_compaction(entry: dict[str, Any], where: str) -> None:
     _require(entry, "summary", (str,), where, "a string")
-    _require(entry, "firstKeptEntryId", (str,), where, "a string")
+    if entry.get("firstKeptEntryId") is not None:  # absent or null: the compaction keeps nothing (its own id)
+        _require(entry, "firstKeptEntryId", (str,), where, "a string, or null to keep nothing")
     _require(entry, "tokensBefore", (int, float), where, "a number")
+    _optional_object(entry, "systemMessage", where)
+    _optional_object(entry, "usage", where)
+
+
+def _validate_branch_summary(entry: dict[str, Any], where: str) -> None:
+    _require(entry, "fromId", (str,), where, "a string")
+    _require(entry, "summary", (str,), where, "a string")
+    _optional_object(entry, "usage", where)
+
+
+def _optional_object(entry: dict[str, Any], key: str, where: str) -> None:
+    """An object field pi writes only when it has one (null is left out of the line)."""
+    if entry.get(key) is not None:
+        _require(entry, key, (dict,), where, "an object")
+
+
+def _validate_context_edit(entry: dict[str, Any], where: str) -> None:
+    """pi's appendContextEdit: the replacement is null or an object with string or array content.
+    (The target is checked against the session when the entry is written.)"""
+    _require(entry, "targetId", (str,), where, "a string")
+    if "replacement" not in entry:
+        raise InvalidParams(f"{where}.replacement must be sent (null hides the target)", field=f"{where}.replacement")
+    replacement = entry["replacement"]
+    if replacement is not None and (not isinstance(replacement, dict) or not isinstance(replacement.get("content"), str | list)):
+        raise InvalidParams(f"{where}.replacement must be null or an object with string or array content", field=f"{where}.replacement")
+
+
+def _validate_usage(entry: dict[str, Any], where: str) -> None:
+    for key in ("kind", "provider", "model"):
+        _require(entry, key, (str,), where, "a string")
+    _require(entry, "usage", (dict,), where, "an object (a Usage)")
+    if js_truthy(entry.get("note")):  # pi writes a note only when it is truthy
+        _require(entry, "note", (str,), where, "a string")
 
 
 def _validate_custom_message(entry: dict[str, Any], where: str) -> None:
@@ -385,17 +433,26 @@ _VALIDATORS: Final = {
     "thinking_level_change": _fields(("thinkingLevel", *_STR)),
     "model_change": _fields(("provider", *_STR), ("modelId", *_STR)),
     "compaction": _validate_compaction,
-    "branch_summary": _fields(("fromId", *_STR), ("summary", *_STR)),
+    "branch_summary": _validate_branch_summary,
     "custom": _fields(("customType", *_STR)),
     "custom_message": _validate_custom_message,
     "label": _validate_label,
     "session_info": _fields(("name", *_STR)),
+    "context_edit": _validate_context_edit,
+    "usage": _validate_usage,
 }
+
+# Fields pi leaves out of the line when they are falsy (`...(x ? {x} : {})`).
+_ONLY_WHEN_TRUTHY: Final[dict[str, tuple[str, ...]]] = {"usage": ("note",), "compaction": ("systemMessage",)}
 
 
 def build_line(entry: dict[str, Any], id: str, parent_id: str | None, timestamp: str) -> dict[str, Any]:
-    """The entry as pi would write it: pi's key order for the fields it knows, the rest after."""
+    """The entry as pi would write it: pi's key order for the fields it knows, the rest after.
+    What pi 1.6 derives on write is derived here too: a compaction that keeps nothing points at
+    its own id, a session name has its line breaks folded, falsy optional fields are left out."""
     type_ = entry["type"]
+    if type_ == "compaction" and entry.get("firstKeptEntryId") is None:
+        entry = {**entry, "firstKeptEntryId": id}  # pi: `firstKeptEntryId ?? id` ("retain-none")
     ordered: dict[str, Any] = {"type": type_}
     for key in _BEFORE_IDS.get(type_, ()):
         if key in entry:
@@ -409,4 +466,12 @@ def build_line(entry: dict[str, Any], id: str, parent_id: str | None, timestamp:
     for key, value in entry.items():
         if key not in ordered:
             ordered[key] = value
+    for key in _ONLY_WHEN_TRUTHY.get(type_, ()):
+        if key in ordered and not js_truthy(ordered[key]):
+            del ordered[key]
+    if type_ == "session_info" and isinstance(ordered.get("name"), str):
+        ordered["name"] = session_name(ordered["name"])
+    system = ordered.get("systemMessage")
+    if type_ == "compaction" and isinstance(system, dict) and "timestamp" not in system:
+        ordered["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}  # pi: the compaction's time
     return ordered

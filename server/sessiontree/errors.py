@@ -113,6 +113,14 @@ class StoreUnavailable(SessionTreeError):
     name = "StoreUnavailable"
 
 
+class ReadOnlySession(SessionTreeError):
+    """A session the daemon shows but does not write to: pi would not take the file for a session
+    (it starts with a byte order mark), so an append would grow a file pi refuses to open."""
+
+    code = -32024
+    name = "ReadOnlySession"
+
+
 ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -129,4 +137,5 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     SummaryFailed,
     FileReplaced,
     StoreUnavailable,
+    ReadOnlySession,
 )

@@ -232,9 +232,13 @@ def _is_file(entry: os.DirEntry[Any]) -> bool:
 
 
 def list_sessions(
-    root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None
+    root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None, every_cwd: bool = False
 ) -> list[SessionSummary]:
-    """Summaries of the session files among `files`, newest activity first."""
+    """Summaries of the session files among `files`, newest activity first.
+
+    Ties in `modified` fall as pi 1.6 orders them before its stable sort by `modified`: by file name
+    descending for one cwd (`list`); across every cwd (`listAll`) the file written last first, then
+    by file name descending."""
     summaries = []
     for done, path in enumerate(files, start=1):
         summary = summarize(root, path)
@@ -242,5 +246,32 @@ def list_sessions(
             summaries.append(summary)
         if progress is not None:
             progress(done, len(files))
+    summaries.sort(key=lambda s: collation_key(Path(s.path).name), reverse=True)
+    if every_cwd:
+        summaries.sort(key=lambda s: _mtime(Path(s.path)), reverse=True)
     summaries.sort(key=lambda s: s.modified, reverse=True)
     return summaries
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # gone since it was read: last, as pi puts a file it cannot stat
+        return float("-inf")
+
+
+# The ASCII characters in the order of JavaScript's `localeCompare` (ICU's root collation, which
+# pi's name sort uses): white space, punctuation, symbols, digits, then letters, a letter's cases
+# sharing one place (the lower case first when all else is equal); other controls are ignored.
+_ASCII_COLLATION = "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_PRIMARY = {c: i for i, c in enumerate(_ASCII_COLLATION)}
+_PRIMARY.update({c.upper(): i for c, i in list(_PRIMARY.items()) if c.isalpha()})
+
+
+def collation_key(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """`name`'s place in `localeCompare` order, exact for ASCII names (pi's are `<time>_<id>.jsonl`):
+    letters compare without case first, then lower before upper. Characters beyond ASCII come after
+    its letters, by code point (ICU would interleave them)."""
+    shown = [c for c in name if c in _PRIMARY or c > "\x7f"]
+    primary = tuple(_PRIMARY.get(c, len(_ASCII_COLLATION) + ord(c)) for c in shown)
+    return primary, tuple(int("A" <= c <= "Z") for c in shown)

@@ -229,6 +229,21 @@ class LabelParams:
 
 
 @attrs.define
+class ContextReplacement:
+    """What a context edit puts in place of its target's content: a string or content blocks."""
+
+    content: str | list[Any]
+
+
+@attrs.define
+class EditContextParams:
+    session_id: str
+    target_id: str
+    replacement: ContextReplacement | None  # null: the target's messages leave the context
+    expected_leaf_id: MaybeId = UNSET
+
+
+@attrs.define
 class ConfigureParams:
     session_id: str
     context_window: int | None = None
@@ -252,6 +267,7 @@ class CommitCompactionParams:
     settings: CompactionSettings | None = None
     from_hook: bool | None = None
     details: Any = None
+    usage: JsonObject | None = None
 
 
 @attrs.define
@@ -284,6 +300,7 @@ class CommitBranchSummaryParams:
     reserve_tokens: int | None = None
     from_hook: bool | None = None
     details: Any = None
+    usage: JsonObject | None = None
 
 
 @attrs.define
@@ -497,6 +514,7 @@ class SummarizeParams:
 class SummarizeResult:
     summary: str
     turn_prefix_summary: str | None = None
+    usage: JsonObject | None = None
 
 
 # The schema's (and the clients') name of a class, where it differs from the Python name:
@@ -542,6 +560,9 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/fork": MethodTypes(ForkParams, ForkResult, "Copy a path (or a whole session) to a new file."),
     "session/label": MethodTypes(LabelParams, AppendResult, "Set or clear the label of an entry."),
     "session/setName": MethodTypes(SetNameParams, AppendResult, "Set or clear the session's name."),
+    "session/editContext": MethodTypes(
+        EditContextParams, AppendResult, "Replace or hide an earlier message in the context of this branch."
+    ),
     "session/subscribe": MethodTypes(SessionParams, SubscribeResult, "Watch the file for other writers."),
     "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
 }
@@ -599,6 +620,12 @@ def _structure_number(value: Any, _type: Any) -> float | int:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     raise ValueError(f"expected a number, got {type(value).__name__}")
+
+
+def _structure_content(value: Any, _type: Any) -> str | list[Any]:
+    if not isinstance(value, str | list):
+        raise ValueError(f"expected a string or an array, got {type(value).__name__}")
+    return value
 
 
 def _structure_object(value: Any, _type: Any) -> JsonObject:
@@ -669,6 +696,7 @@ def make_converter() -> cattrs.Converter:
     for number in (float | int, int | float):
         conv.register_structure_hook(number, _structure_number)
     conv.register_structure_hook_func(lambda t: t == JsonObject, _structure_object)
+    conv.register_structure_hook(str | list[Any], _structure_content)
     conv.register_structure_hook_func(lambda t: t is Any, lambda value, _type: value)
     conv.register_structure_hook_factory(_is_list, _strict_list(conv))
     # Entries, messages and headers are JSON already: walking them again would only copy them.

@@ -232,6 +232,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/fork": Handler(p.ForkParams, SessionService.fork),
     "session/label": Handler(p.LabelParams, SessionService.label),
     "session/setName": Handler(p.SetNameParams, SessionService.set_name),
+    "session/editContext": Handler(p.EditContextParams, SessionService.edit_context),
     "session/subscribe": Handler(p.SessionParams, SessionService.subscribe),
     "session/unsubscribe": Handler(p.SessionParams, SessionService.unsubscribe),
     "session/configure": Handler(p.ConfigureParams, SessionService.configure),

@@ -20,7 +20,7 @@ import attrs
 from . import export, jsonfmt, protocol, stats, summaries
 from .backend import Backend, SearchIndex
 from .backend.files import FileBackend
-from .entries import iso_to_ms, js_trim, now_iso, validate_entry
+from .entries import iso_to_ms, now_iso, session_name, validate_entry
 from .errors import (
     FileReplaced,
     InvalidParams,
@@ -192,7 +192,7 @@ class SessionService:
         window = params.context_window or opened.context_window
         if window:
             settings = params.settings or opened.compaction_settings
-            result.compaction = summaries.advice(summaries.context_at(opened, result.leaf_id), window, settings)
+            result.compaction = summaries.advice(opened, summaries.context_at(opened, result.leaf_id), window, settings)
         return result
 
     def append_many(self, requests: builtins.list[protocol.AppendParams]) -> builtins.list[AppendResult | SessionTreeError]:
@@ -283,7 +283,7 @@ class SessionService:
             return protocol.BranchResult(session.index.leaf_id)
         entry: dict[str, Any] = {
             "type": "branch_summary",
-            "fromId": params.entry_id or "root",
+            "fromId": session.index.leaf_id or "root",  # pi 1.6: the leaf whose path was left
             "summary": params.summary,
         }
         if params.details is not None:
@@ -300,8 +300,14 @@ class SessionService:
         return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id, sources=[""])
 
     def set_name(self, params: protocol.SetNameParams) -> AppendResult:
-        entry = {"type": "session_info", "name": js_trim(params.name)}
+        entry = {"type": "session_info", "name": session_name(params.name)}
         return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id)
+
+    def edit_context(self, params: protocol.EditContextParams) -> AppendResult:
+        """pi's appendContextEdit, below the leaf: the target must be on the leaf's path."""
+        replacement = None if params.replacement is None else {"content": params.replacement.content}
+        entry = {"type": "context_edit", "targetId": params.target_id, "replacement": replacement}
+        return self._append(self._get(params.session_id), [entry], expected_leaf=params.expected_leaf_id, sources=[""])
 
     def fork(self, params: protocol.ForkParams) -> protocol.ForkResult:
         if params.entry_id is None and params.cwd is None:
@@ -350,7 +356,7 @@ class SessionService:
             result.tokens = summaries.context_tokens(context.messages)
         if window:
             settings = params.settings or opened.compaction_settings
-            result.compaction = summaries.advice(context, window, settings)
+            result.compaction = summaries.advice(opened, context, window, settings)
         return result
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:

@@ -32,12 +32,19 @@ class CompactionAdvice:
 
 @attrs.define
 class SummaryPrompt:
-    """One model call as pi makes it: a system prompt and one user message."""
+    """One model call as pi 1.6.0 makes it: a system prompt and one user message of text.
+
+    `messages` is the same request as pi-ai's normalizeContext gives it (a leading system
+    message, then the user message); `system_prompt` and `prompt` are its two texts, for
+    clients that send a system field. pi sets no output cap (the model's own limit applies)
+    and passes the session's thinking level as the reasoning effort of a reasoning model.
+    """
 
     system_prompt: str
     prompt: str
     conversation_text: str
-    max_tokens: int
+    messages: list[dict[str, Any]]
+    thinking_level: str | None = None
 
 
 @attrs.define

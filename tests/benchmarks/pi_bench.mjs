@@ -13,7 +13,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const PI_DIR = process.env.PI_PACKAGE_DIR ?? join(HERE, "..", "conformance", "node_modules", "@mariozechner", "pi-coding-agent");
+// The pi the conformance suite pins (tests/conformance/package.json names it), unless told otherwise.
+const PI_DIR = process.env.PI_PACKAGE_DIR ?? (await import("../conformance/pi_package.mjs")).PI_DIR;
 const { SessionManager } = await import(pathToFileURL(join(PI_DIR, "dist", "core", "session-manager.js")).href);
 
 const config = JSON.parse(process.argv[2]);

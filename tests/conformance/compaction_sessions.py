@@ -4,7 +4,10 @@ Each session is a tree grown by random operations: turns with many tool calls (s
 cut points split turns), long tool results (cut at 2000 characters when serialized),
 images, bash executions (some excluded from the context), custom messages, thinking,
 aborted and failed replies, usage without `totalTokens` or without figures at all, branch moves with and without
-summaries, and repeated compactions whose `firstKeptEntryId` and `details` vary.
+summaries, and repeated compactions whose `firstKeptEntryId` and `details` vary. As pi 1.x writes them: a system
+message first (the prompt, its sections and the tool declarations) and later ones patching sections and tools,
+context edits that hide or replace an earlier message (among them a failed reply hidden right after it, as pi's
+overflow recovery does), `usage` entries, and all-zero usage.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 TOOLS = ("read", "write", "edit", "bash", "grep")
 WORDS = ("alpha", "beta", "gamma", "δέλτα", "emoji😀", "日本語", "path/to/file", "x" * 40, "\ttab", "q\"uote")
 IMAGE = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
+SECTIONS = ("preamble", "cwd", "skills", "10", "2")  # integer-like names: JavaScript orders them first
+EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
 
 class SessionGrower:
@@ -78,6 +83,8 @@ class SessionGrower:
         return args
 
     def _usage(self) -> dict[str, Any]:
+        if self.rng.random() < 0.05:  # a provider that reported nothing: pi 1.6 skips it
+            return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
         parts = {k: self.rng.randint(0, 4000) for k in ("input", "output", "cacheRead", "cacheWrite")}
         total = sum(parts.values()) if self.rng.random() < 0.8 else 0
         odd = self.rng.random()
@@ -136,6 +143,53 @@ class SessionGrower:
         if self.rng.random() < 0.5:
             content = [{"type": "text", "text": content}] + ([IMAGE] if self.rng.random() < 0.5 else [])
         self._add({"type": "custom_message", "customType": "note", "content": content, "display": True})
+
+    # ----------------------------------------------------------------- pi 1.x entries
+
+    def _tool(self, name: str) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"path": {"type": "string", "description": self.text(5, 80)}}}
+        return {"name": name, "description": f"The {name} tool. " + self.text(10, 200), "parameters": schema}
+
+    def system(self, first: bool = False) -> None:
+        """The first request's prompt and tools, or a later patch of sections and tools."""
+        message: dict[str, Any] = {"role": "system", "content": self.text(20, 400) if first else ""}
+        names = SECTIONS if first else self.rng.sample(SECTIONS, 2)
+        message["sections"] = {name: (None if not first and self.rng.random() < 0.3 else self.text(5, 300)) for name in names}
+        tools = TOOLS if first else self.rng.sample(TOOLS, 1)
+        if first or self.rng.random() < 0.5:
+            message["toolsAdded"] = [self._tool(name) for name in tools]
+        if not first and self.rng.random() < 0.3:
+            message["toolsRemoved"] = [{"name": self.rng.choice(TOOLS)}]
+        self._message(message)
+
+    def _editable(self) -> list[dict[str, Any]]:
+        return [
+            e for e in self._path()
+            if e["type"] == "custom_message" or (e["type"] == "message" and e["message"]["role"] in EDITABLE_ROLES)
+        ]
+
+    def context_edit(self, target: dict[str, Any] | None = None) -> None:
+        """pi's appendContextEdit: hide a message of the path (null) or replace its content."""
+        targets = self._editable()
+        if target is None and not targets:
+            return
+        chosen = target or self.rng.choice(targets)
+        replacement: Any = None
+        if target is None and self.rng.random() < 0.6:
+            text = "(redacted) " + self.text(0, 200)
+            replacement = {"content": text if self.rng.random() < 0.5 else [{"type": "text", "text": text}]}
+        self._add({"type": "context_edit", "targetId": chosen["id"], "replacement": replacement})
+
+    def failed_reply(self) -> None:
+        """An overflowing reply that pi's recovery hides before it compacts."""
+        self.user()
+        self.assistant(0)
+        self.context_edit(self.entries[-1])
+
+    def usage_entry(self) -> None:
+        usage = {k: self.rng.randint(0, 900) for k in ("input", "output", "cacheRead", "cacheWrite")}
+        entry = {"type": "usage", "kind": "cache_warm", "provider": "anthropic", "model": "m1", "usage": usage}
+        self._add(entry)
 
     # ----------------------------------------------------------------- tree moves and summaries
 
@@ -198,8 +252,14 @@ class SessionGrower:
             (lambda: self.branch(False), 1),
             (lambda: self.branch(True), 1),
             (self.settings_entry, 2),
+            (self.system, 1),
+            (self.context_edit, 2),
+            (self.failed_reply, 1),
+            (self.usage_entry, 1),
         ]
         functions, weights = zip(*actions, strict=True)
+        if self.rng.random() < 0.8:  # pi 1.x sessions begin with the first request's system message
+            self.system(first=True)
         self.turn()
         for _ in range(operations):
             self.rng.choices(functions, weights)[0]()

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pi_harness import PI_PACKAGE, PI_VERSION, TALLY, Daemon, PiDriver, Tally, install_pi, start_daemon
+from pi_harness import (
+    PI_NAME,
+    PI_VERSION,
+    TALLY,
+    Daemon,
+    PiDriver,
+    Tally,
+    install_pi,
+    installed_pi_version,
+    pi_node,
+    start_daemon,
+)
 
 
 @pytest.fixture(scope="session")
-def pi(tmp_path_factory: pytest.TempPathFactory) -> PiDriver:
-    if shutil.which("node") is None:
-        pytest.fail("node is required for the pi conformance suite (Node 20+)")
-    if not PI_PACKAGE.exists():
+def node() -> str:
+    """The Node pi runs on (>= 22.19, as pi declares); installs pi and it when missing."""
+    if installed_pi_version() != PI_VERSION:
         install_pi()
-    version = json.loads(PI_PACKAGE.read_text())["version"]
-    assert version == PI_VERSION, f"tests/conformance/node_modules holds pi {version}, expected {PI_VERSION}: run npm ci"
-    return PiDriver(tmp_path_factory.mktemp("pi-driver"))
+    version = installed_pi_version()
+    assert version == PI_VERSION, f"tests/conformance/node_modules holds {PI_NAME} {version}, package.json pins {PI_VERSION}: run `make node`"
+    return pi_node()
+
+
+@pytest.fixture(scope="session")
+def pi(node: str, tmp_path_factory: pytest.TempPathFactory) -> PiDriver:
+    return PiDriver(tmp_path_factory.mktemp("pi-driver"), node)
 
 
 @pytest.fixture(scope="session")
@@ -53,5 +66,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"  byte comparison (pi replaying the daemon's ids and times): "
             f"{TALLY.byte_identical}/{TALLY.byte_files} files identical to pi's"
-            f" ({TALLY.byte_skipped} not comparable: forks of files where pi orphaned entries)"
         )

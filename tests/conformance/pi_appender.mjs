@@ -1,15 +1,13 @@
 // Appends to a session file through pi's own SessionManager, as pi does while a daemon has the
-// file open: no lock, one appendFileSync per entry.
+// file open: no lock, one write per entry.
 //
 // Usage: node pi_appender.mjs FILE COUNT CHARS
 // Opens FILE with SessionManager.open and appends COUNT user/assistant pairs of CHARS characters
 // each; prints one JSON line: the ids pi wrote, in order.
-import { join, dirname } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { piCore } from "./pi_package.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const PI = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core", "session-manager.js");
-const { SessionManager } = await import(pathToFileURL(PI).href);
+const { SessionManager } = await import(pathToFileURL(piCore("session-manager.js")).href);
 
 const [path, count, chars] = process.argv.slice(2);
 const sm = SessionManager.open(path);

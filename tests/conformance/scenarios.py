@@ -61,6 +61,42 @@ NAMES = [
 LABELS = ["checkpoint", "before refactor", "ラベル", "  spaced  ", "\ufefflabel"]
 # Costs that JavaScript and Python print differently (1e-05 vs 0.00001).
 COSTS = [0, 0.0015, 0.00001, 0.0000045, 1e-7, 12.5, 0.1 + 0.2, 123456789.125]
+# Tool declarations as pi 1.x persists them in system messages (`toolsAdded`: name, description,
+# JSON-schema parameters).
+TOOLS = [
+    {"name": "read", "description": "Read the contents of a file.",
+     "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string", "description": "Path to the file"}, "offset": {"type": "number"}}}},
+    {"name": "bash", "description": "Execute a bash command in the working directory.",
+     "parameters": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}, "timeout": {"type": "number", "description": "Seconds"}}}},
+    {"name": "edit", "description": "Make precise file edits — exact text replacement.",
+     "parameters": {"type": "object", "required": ["path", "edits"], "properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object"}}}}},
+]  # fmt: skip
+SECTIONS = {
+    "preamble": "You are a coding assistant running inside pi, a coding agent harness.",
+    "tools": "<tools>\n- read: Read file contents\n- bash: Execute bash commands\n</tools>",
+    "cwd": "<cwd>/home/user/project</cwd>",
+}
+# Later system messages patch sections by name (null removes one), add or remove tools, or add text.
+SYSTEM_PATCHES: list[dict[str, Any]] = [
+    {"sections": {"cwd": "<cwd>/home/user/project/src</cwd>"}},
+    {"sections": {"skills": "<skills>\n- release: cut a release\n</skills>"}},
+    {"sections": {"skills": None, "tools": "<tools>\n- read: Read file contents\n</tools>"}},
+    {"toolsAdded": [TOOLS[2]]},
+    {"toolsRemoved": [{"name": "bash"}], "sections": {"tools": "<tools>\n- read\n- edit\n</tools>"}},
+    {"content": "Answer in English.", "sections": {}},
+    {"content": [{"type": "text", "text": "Prefer small diffs."}]},
+]
+
+
+def usage_of(rng: random.Random) -> dict[str, Any]:
+    cost = [rng.choice(COSTS) for _ in range(5)]
+    return {
+        "input": rng.randrange(0, 200_000), "output": rng.randrange(0, 8000), "cacheRead": rng.randrange(0, 1000),
+        "cacheWrite": 0, "totalTokens": rng.randrange(0, 210_000),
+        "cost": dict(zip(["input", "output", "cacheRead", "cacheWrite", "total"], cost, strict=True)),
+    }  # fmt: skip
+
+
 PNG_1PX = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
@@ -100,6 +136,7 @@ class SimSession:
 @dataclass
 class Builder:
     rng: random.Random
+    legacy: bool = False  # pi 0.x's operations only: no system messages, context edits, usage
     ops: list[Op] = field(default_factory=list)
     created: int = 0
     sessions: list[SimSession] = field(default_factory=list)  # one per file, in file order
@@ -222,6 +259,48 @@ class Builder:
             message["details"] = {"from": "hook"}
         return self.message(message)
 
+    def system(self, first: bool = False) -> SimEntry:
+        """A system message: the whole prompt and tools first, later a patch of them."""
+        message: dict[str, Any] = {"role": "system", "content": ""}
+        if first:
+            message.update(sections=dict(SECTIONS), toolsAdded=TOOLS[:2])
+        else:
+            message.update(self.rng.choice(SYSTEM_PATCHES))
+        message["timestamp"] = self._ts()
+        return self.message(message)
+
+    def context_edit(self) -> SimEntry | None:
+        """pi's appendContextEdit on an editable entry of the active branch: hide or replace it."""
+        assert self.current is not None
+        path = self.current.path(self.current.leaf)
+        editable = [
+            e for e in path
+            if e.ref is not None and (e.type == "custom_message" or (e.type == "message" and e.role in ("user", "assistant", "toolResult")))
+        ]  # fmt: skip
+        if not editable:
+            return None
+        target = self._pick(editable)
+        kind = self.rng.random()
+        replacement: dict[str, Any] | None
+        if kind < 0.35:
+            replacement = None
+        elif kind < 0.75:
+            replacement = {"content": "(redacted) " + self._text()}
+        else:
+            replacement = {"content": [{"type": "text", "text": "replaced: " + self._text()}]}
+            if self.rng.random() < 0.3:
+                replacement["content"].append({"type": "image", "data": PNG_1PX, "mimeType": "image/png"})
+        op: Op = {"op": "appendContextEdit", "targetId": {"$ref": target.ref}, "replacement": replacement}
+        return self._append(op, "context_edit")
+
+    def usage(self) -> SimEntry:
+        """A usage entry (cache warming, accounting): not part of the context."""
+        op: Op = {"op": "appendUsage", "kind": self.rng.choice(["cache_warm", "title"]),
+                  "provider": "anthropic", "model": "claude-sonnet-4-5", "usage": usage_of(self.rng)}  # fmt: skip
+        if self.rng.random() < 0.4:
+            op["note"] = self.rng.choice(["warm-up before idle timeout", ""])
+        return self._append(op, "usage")
+
     def message(self, message: dict[str, Any]) -> SimEntry:
         return self._append({"op": "appendMessage", "message": message}, "message", message["role"])
 
@@ -250,6 +329,8 @@ class Builder:
             op["details"] = {"readFiles": ["a.py", "ü.md"], "modifiedFiles": []}
         if self.rng.random() < 0.3:
             op["fromHook"] = self.rng.random() < 0.5
+        if not self.legacy and self.rng.random() < 0.5:
+            op["usage"] = usage_of(self.rng)  # pi 1.x: what the summary cost
         return self._append(op, "compaction")
 
     def custom(self) -> SimEntry:
@@ -404,6 +485,9 @@ STEP_WEIGHTS: list[tuple[str, int]] = [
     ("reopen", 1),
     ("set_clock", 1),
     ("probe", 2),
+    ("system_patch", 2),
+    ("context_edit", 4),
+    ("usage", 2),
 ]
 
 
@@ -428,6 +512,9 @@ def _step(b: Builder, kind: str) -> None:
         "fork_from": b.fork_from,
         "reopen": b.reopen,
         "set_clock": b.set_clock,
+        "system_patch": b.system,
+        "context_edit": b.context_edit,
+        "usage": b.usage,
         "probe": lambda: b.ops.extend([{"op": "leaf"}, {"op": "contexts"}]),
     }
     actions[kind]()
@@ -439,15 +526,21 @@ def finish(b: Builder) -> None:
     b.ops.extend({"op": "inspect", "path": {"$file": s.file}} for s in b.sessions)
 
 
-def generate(seed: int, steps: int | None = None) -> Scenario:
+PI1_STEPS = {"system_patch", "context_edit", "usage"}
+
+
+def generate(seed: int, steps: int | None = None, legacy: bool = False) -> Scenario:
+    """A random scenario; `legacy`: with pi 0.x's operations only (what 0.73.1 can write)."""
     rng = random.Random(seed)
-    b = Builder(rng)
+    b = Builder(rng, legacy=legacy)
     b.create()
-    # pi writes nothing before the first assistant message: start with a turn.
+    if not legacy and rng.random() < 0.75:  # pi 1.x persists the prompt and tools first; 0.x sessions have none
+        b.system(first=True)
+    # pi 0.x writes nothing before the first assistant message: start with a turn.
     b.user()
     b.assistant()
-    kinds = [k for k, _ in STEP_WEIGHTS]
-    weights = [w for _, w in STEP_WEIGHTS]
+    kinds = [k for k, _ in STEP_WEIGHTS if not (legacy and k in PI1_STEPS)]
+    weights = [w for k, w in STEP_WEIGHTS if not (legacy and k in PI1_STEPS)]
     for _ in range(steps if steps is not None else rng.randrange(15, 45)):
         _step(b, rng.choices(kinds, weights)[0])
     finish(b)
@@ -459,6 +552,7 @@ def tour() -> Scenario:
     """Every op and variant at least once, in a fixed order."""
     b = Builder(random.Random(0))
     b.create()
+    b.system(first=True)
     b.user()
     b.assistant()
     b.thinking()
@@ -485,7 +579,16 @@ def tour() -> Scenario:
         b._append(op, "label")
         b.ops.append({"op": "tree"})
     b.current.labels[first.ref] = "four"  # type: ignore[union-attr]
+    for patch in SYSTEM_PATCHES:
+        b.message({"role": "system", "content": "", **patch, "timestamp": b._ts()})
+    b._append({"op": "appendUsage", "kind": "cache_warm", "provider": "anthropic", "model": "m", "usage": usage_of(b.rng), "note": "n"}, "usage")
+    for replacement in [None, {"content": "a string"}, {"content": [{"type": "text", "text": "blocks"}]}]:
+        for target in b.current.path(b.current.leaf)[:12]:  # type: ignore[union-attr]
+            if target.type == "message" and target.role in ("user", "assistant", "toolResult"):
+                b._append({"op": "appendContextEdit", "targetId": {"$ref": target.ref}, "replacement": replacement}, "context_edit")
+    b.ops.append({"op": "contexts"})
     b.compaction()
+    b._append({"op": "appendCompaction", "summary": "with usage", "firstKeptEntryId": {"$ref": first.ref}, "tokensBefore": 5, "usage": usage_of(b.rng)}, "compaction")
     b.user()
     b.assistant()
     b.branch()
@@ -593,10 +696,10 @@ ALL_OPS = {
     "create", "open", "appendMessage", "appendThinkingLevelChange", "appendModelChange", "appendCompaction",
     "appendCustomEntry", "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branch",
     "resetLeaf", "branchWithSummary", "createBranchedSession", "forkFrom", "file", "leaf", "contexts",
-    "tree", "entries", "inspect", "files", "name", "setClock", "list",
+    "tree", "entries", "inspect", "files", "name", "setClock", "list", "listAll", "appendUsage", "appendContextEdit",
 }
 # Ops the tests add themselves (they need the daemon's directories).
-TEST_OPS = {"list"}  # fmt: skip
+TEST_OPS = {"list", "listAll"}  # fmt: skip
 
 
 if __name__ == "__main__":

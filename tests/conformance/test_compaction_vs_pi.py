@@ -1,11 +1,14 @@
-"""Compaction and branch summaries, differentially against pi 0.73.1's own functions.
+"""Compaction and branch summaries, differentially against the pinned pi's own functions.
 
 Seeded sessions (`compaction_sessions.py`) are written once; `pi_compaction.mjs` evaluates
-pi's estimateTokens, estimateContextTokens, shouldCompact, findCutPoint, prepareCompaction,
-compact, collectEntriesForBranchSummary, prepareBranchEntries and generateBranchSummary on
-every leaf of them, with a stand-in model that records each request. The daemon's service
-must give every field equal: token figures, cut points, preparations, the prompts it hands
-the client, and the entries it stores from the same answers.
+pi's estimateTokens, estimateContextTokens, estimateProjectedContextTokens, shouldCompact,
+findCutPoint, prepareCompaction, compact, collectEntriesForBranchSummary,
+prepareBranchEntries and generateBranchSummary on every leaf of them, with a stand-in model
+that records each request, and writes the results with pi's own appendCompaction and
+branchWithSummary into an in-memory twin of the session. The daemon's service must give
+every field equal: token figures, cut points, preparations, the requests it hands the
+client (texts, messages, reasoning level, no output cap), and the entries it stores from
+the same answers (fields, values, key order).
 
     SESSIONTREE_COMPACTION_SESSIONS=60 pytest tests/conformance/test_compaction_vs_pi.py
 """
@@ -27,11 +30,13 @@ from compaction_sessions import SessionGrower
 from pi_harness import Tally, js_json
 
 from sessiontree import protocol as p
+from sessiontree import summaries
+from sessiontree.entries import iso_to_ms
 from sessiontree.jsstring import js_len
 from sessiontree.service import ServiceConfig, SessionService
 from sessiontree.tree import build_context, walk_path
 from sessiontree.tree.compaction import find_cut_point
-from sessiontree.tree.tokens import estimate_tokens, should_compact
+from sessiontree.tree.tokens import estimate_tokens
 
 HERE = Path(__file__).resolve().parent
 HELPER = HERE / "pi_compaction.mjs"
@@ -49,6 +54,42 @@ def answer_for(prompt: str) -> str:
     """The stand-in model's answer (pi_compaction.mjs's `answerFor`)."""
     digest = hashlib.sha256(prompt.encode("utf-16-le", "surrogatepass")).hexdigest()
     return f"summary of {js_len(prompt)} units, sha256 {digest}"
+
+
+def usage_for(prompt: str) -> dict[str, Any]:
+    """The stand-in model's usage (pi_compaction.mjs's `usageFor`)."""
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {"input": js_len(prompt), "output": 11, "cacheRead": 0, "cacheWrite": 0, "totalTokens": js_len(prompt) + 11, "cost": cost}
+
+
+def combine_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """pi's combineUsage for the stand-in's usages: what a client adds up for a split turn."""
+    combined = {k: first[k] + second[k] for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")}
+    cost = {k: first["cost"][k] + second["cost"][k] for k in ("input", "output", "cacheRead", "cacheWrite", "total")}
+    return {**combined, "cost": {**cost, "totalFromProvider": False}}
+
+
+def call_of(prompt: p.SummaryPrompt) -> dict[str, Any]:
+    """One request as the stand-in recorded it: pi passes the thinking level as `reasoning` to a
+    reasoning model unless it is "off", sets no output cap and no `systemPrompt` field."""
+    level = prompt.thinking_level
+    return {
+        "systemPrompt": prompt.system_prompt,
+        "prompt": prompt.prompt,
+        "messages": prompt.messages,
+        "reasoning": level if level and level != "off" else None,
+        "maxTokens": None,
+        "hasSystemPromptField": False,
+    }
+
+
+def written(entry: dict[str, Any]) -> dict[str, Any]:
+    """pi_compaction.mjs's `writtenOf`: the key order, and the fields less id, parent and time."""
+    rest = {k: v for k, v in entry.items() if k not in ("id", "parentId", "timestamp")}
+    if isinstance(rest.get("systemMessage"), dict):
+        rest["systemMessage"] = {**rest["systemMessage"]}
+        rest["systemMessage"]["timestamp"] -= iso_to_ms(entry["timestamp"])
+    return {"keys": list(entry), **rest}
 
 
 def plain(value: Any) -> Any:
@@ -107,7 +148,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
 
 
 @pytest.fixture(scope="module")
-def pi_results(cases: list[Case], tmp_path_factory: pytest.TempPathFactory, pi: Any) -> list[dict[str, Any]]:
+def pi_results(cases: list[Case], tmp_path_factory: pytest.TempPathFactory, node: str) -> list[dict[str, Any]]:
     request = [
         {
             "file": str(case.file),
@@ -121,7 +162,7 @@ def pi_results(cases: list[Case], tmp_path_factory: pytest.TempPathFactory, pi: 
     ]
     script = tmp_path_factory.mktemp("pi-compaction") / "cases.json"
     script.write_bytes(js_json(request))
-    proc = subprocess.run(["node", str(HELPER), str(script)], capture_output=True, timeout=300, check=False)
+    proc = subprocess.run([node, str(HELPER), str(script)], capture_output=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return json.loads(proc.stdout)
 
@@ -143,12 +184,14 @@ def _leaf_problems(service: SessionService, sid: str, case: Case, theirs: dict[s
         if plain(ours) != pis:
             problems.append(f"leaf {leaf}: {what}: ours {str(plain(ours))[:400]} pi {str(pis)[:400]}")
 
-    messages = build_context(session.index, leaf, session.entry).messages
+    built = build_context(session.index, leaf, session.entry)
+    messages = built.messages
+    check("thinkingLevel", built.thinking_level, theirs["thinkingLevel"])
     check("estimateTokens", [estimate_tokens(m) for m in messages], theirs["estimates"])
     context = service.context(p.ContextParams(session_id=sid, leaf_id=leaf, tokens=True))
     check("estimateContextTokens", context.tokens, theirs["contextTokens"])
-    tokens = context.tokens.tokens if context.tokens else 0
-    decisions = [should_compact(tokens, w, _settings(s)) for s in SETTINGS for w in WINDOWS]
+    check("estimateProjectedContextTokens", summaries.projected_tokens(opened, built), theirs["projectedTokens"])
+    decisions = [summaries.advice(opened, built, w, _settings(s)).should_compact for s in SETTINGS for w in WINDOWS]
     check("shouldCompact", decisions, theirs["shouldCompact"])
     path = [session.entry(node) for node in walk_path(session.index, leaf)]
     for raw, cut, prepared in zip(SETTINGS, theirs["cuts"], theirs["preparations"], strict=True):
@@ -175,16 +218,17 @@ def _preparation_problems(
     if "error" in theirs:
         return [f"leaf {leaf}: pi's compact failed: {theirs['error']}"]
     prompts = [x for x in (ours.history_prompt, ours.turn_prefix_prompt) if x is not None]
-    calls = [{"systemPrompt": x.system_prompt, "prompt": x.prompt, "maxTokens": x.max_tokens} for x in prompts]
-    check("prompts", calls, theirs["value"]["calls"])
+    check("prompts", [call_of(x) for x in prompts], theirs["value"]["calls"])
     service.branch(p.BranchParams(sid, leaf))
     history = answer_for(ours.history_prompt.prompt) if ours.history_prompt else None
     prefix = answer_for(ours.turn_prefix_prompt.prompt) if ours.turn_prefix_prompt else None
-    committed = service.commit_compaction(p.CommitCompactionParams(sid, leaf, history, prefix, settings))
+    usages = [usage_for(x.prompt) for x in prompts]
+    usage = combine_usage(*usages) if len(usages) == 2 else usages[0]
+    committed = service.commit_compaction(p.CommitCompactionParams(sid, leaf, history, prefix, settings, usage=usage))
     entry = committed.entry
-    stored = {k: entry.get(k) for k in ("summary", "firstKeptEntryId", "tokensBefore", "details")}
+    stored = {k: entry.get(k) for k in ("summary", "firstKeptEntryId", "tokensBefore", "details", "usage")}
     check("compact", stored, theirs["value"]["result"])
-    check("fromHook", entry.get("fromHook"), False)
+    check("appendCompaction", written(entry), theirs["written"])
     return []
 
 
@@ -209,11 +253,13 @@ def _branch_problems(service: SessionService, sid: str, theirs: dict[str, Any]) 
     check("collectEntriesForBranchSummary", [prepared.entry_ids, prepared.common_ancestor_id], [theirs["entryIds"], theirs["commonAncestorId"]])
     check("prepareBranchEntries", [prepared.messages, prepared.file_ops, prepared.total_tokens],
           [theirs["messages"], theirs["fileOps"], theirs["totalTokens"]])
-    calls = [{"systemPrompt": x.system_prompt, "prompt": x.prompt, "maxTokens": x.max_tokens} for x in [prepared.prompt] if x]
-    check("prompt", calls, theirs["calls"])
+    check("prompt", [call_of(x) for x in [prepared.prompt] if x], theirs["calls"])
     service.branch(p.BranchParams(sid, theirs["from"]))
     answer = answer_for(prepared.prompt.prompt) if prepared.prompt else None
-    committed = service.commit_branch_summary(p.CommitBranchSummaryParams(sid, theirs["to"], theirs["from"], answer, **shared))
+    usage = usage_for(prepared.prompt.prompt) if prepared.prompt else None
+    committed = service.commit_branch_summary(
+        p.CommitBranchSummaryParams(sid, theirs["to"], theirs["from"], answer, **shared, usage=usage)
+    )
     generated = theirs["generated"]["value"]
     if generated is None:
         check("no summary", committed.entry, None)
@@ -223,6 +269,7 @@ def _branch_problems(service: SessionService, sid: str, theirs: dict[str, Any]) 
         ours = {"summary": entry.get("summary"), "readFiles": details.get("readFiles"), "modifiedFiles": details.get("modifiedFiles")}
         pis = {"summary": generated["summary"], "readFiles": generated.get("readFiles", []), "modifiedFiles": generated.get("modifiedFiles", [])}
         check("generateBranchSummary", ours, pis)
+        check("branchWithSummary", written(entry), theirs["written"])
     return problems
 
 
@@ -256,3 +303,17 @@ def test_generated_sessions_cover_the_hard_cases(pi_results: list[dict[str, Any]
     assert sum(x is None for x in preparations) >= 5  # paths ending in a compaction
     budgets_hit = [b for r in pi_results for b in r["branches"] if len(b["messages"]) < len(b["entryIds"])]
     assert budgets_hit
+
+
+def test_generated_sessions_cover_pi_1_x_entries(pi_results: list[dict[str, Any]]) -> None:
+    """System checkpoints, usage estimates set aside by an edit or compaction, nothing to summarise
+    on a path that does not end in a compaction, and usage on written branch summaries all occur."""
+    leaves = [leaf for r in pi_results for leaf in r["leaves"]]
+    written = [x["written"] for leaf in leaves for x in leaf["preparations"] if x.get("written")]
+    assert sum("systemMessage" in x for x in written) >= 20
+    assert sum("systemMessage" not in x for x in written) >= 20
+    assert sum(leaf["projectedTokens"] != leaf["contextTokens"] for leaf in leaves) >= 20
+    nothing = [x for leaf in leaves for x in leaf["preparations"] if x["preparation"] is None]
+    assert len(nothing) >= 20
+    branches = [b["written"] for r in pi_results for b in r["branches"] if b.get("written")]
+    assert sum("usage" in x for x in branches) >= 5

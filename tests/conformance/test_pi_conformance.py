@@ -1,4 +1,4 @@
-"""The daemon against pi 0.73.1's own SessionManager.
+"""The daemon against pi 1.6.0's own SessionManager.
 
 Forward: pi writes session files (seeded ids and clock), the daemon opens them;
 every context (each entry as leaf, the default leaf, leaf null), the tree, the
@@ -7,8 +7,11 @@ entries and the name must equal what pi computes from the same file.
 Reverse: the daemon performs the same operations; pi opens the daemon's files
 and must compute what the daemon reports. Then pi replays the operations with the
 daemon's ids and timestamps scripted in: its files must be byte-identical to the
-daemon's and its answers equal, except where protocol.md documents a difference
-(forks of paths holding label entries: the daemon re-parents, pi orphans).
+daemon's and its answers equal.
+
+Files pi 0.x wrote (its v1/v2 formats, the quirk cases, a corpus pi 0.73.1 itself wrote) are read by
+pi 1.6.0 as by the daemon; what pi refuses or writes on open is checked against protocol.md's
+"Deliberate differences from pi".
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from sessiontree.tree.system_state import current_system_message
 
 
 def _load_scenarios() -> Any:
@@ -44,7 +49,8 @@ SCENARIOS = all_scenarios(SCENARIO_COUNT)
 BY_NAME = {s["name"]: s for s in SCENARIOS}
 ENTRY_OPS = {
     "appendMessage", "appendThinkingLevelChange", "appendModelChange", "appendCompaction", "appendCustomEntry",
-    "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branchWithSummary",
+    "appendCustomMessageEntry", "appendSessionInfo", "appendLabelChange", "branchWithSummary", "appendUsage",
+    "appendContextEdit",
 }  # fmt: skip
 if TYPE_CHECKING:  # conftest is not importable by name when several test dirs have one
     from pi_harness import Daemon, PiDriver, Tally
@@ -340,12 +346,22 @@ class DaemonRun:
             if "label" in op:
                 params["label"] = op["label"]
             res = self.daemon.request("session/label", params)
+        elif kind == "appendContextEdit":
+            res = self.daemon.request("session/editContext", dict(base, targetId=op["targetId"], replacement=op["replacement"]))
         elif kind == "branchWithSummary":
             params = dict(base, entryId=op["id"], summary=op["summary"])
-            params.update({k: op[k] for k in ("details", "fromHook") if k in op})
+            params.update({k: op[k] for k in ("details", "fromHook", "usage") if k in op})
             branched = self.daemon.request("session/branch", params)
             entry = self.daemon.request("session/entries", dict(base, ids=[branched["summaryEntryId"]]))["entries"][0]
             res = {"id": entry["id"], "timestamp": entry["timestamp"]}
+        elif kind == "appendCompaction":
+            # pi's appendCompaction stores the prompt and tools in force (the replay of the path's
+            # system messages) as `systemMessage`; a client of session/append sends it.
+            entry = entry_of(op)
+            messages = self.daemon.request("session/context", base)["messages"] if self.leaf_now() else []
+            if system := current_system_message(messages):
+                entry["systemMessage"] = {k: v for k, v in system.items() if k != "timestamp"}  # the compaction's time
+            res = self.daemon.request("session/append", dict(base, entry=entry))
         else:
             res = self.daemon.request("session/append", dict(base, entry=entry_of(op)))
         self.created.append(res["id"])
@@ -417,7 +433,11 @@ class DaemonRun:
         return list(self.files)
 
     def op_leaf(self, op: dict[str, Any]) -> Any:
-        return self.daemon.request("session/info", {"sessionId": self.sid}).get("leafId")
+        return self.leaf_now()
+
+    def leaf_now(self) -> str | None:
+        leaf: str | None = self.daemon.request("session/info", {"sessionId": self.sid}).get("leafId")
+        return leaf
 
     def op_name(self, op: dict[str, Any]) -> Any:
         return self.daemon.request("session/info", {"sessionId": self.sid}).get("name")
@@ -454,7 +474,9 @@ def entry_of(op: dict[str, Any]) -> dict[str, Any]:
     if kind == "appendModelChange":
         return {"type": "model_change", "provider": op["provider"], "modelId": op["modelId"]}
     if kind == "appendCompaction":
-        return {"type": "compaction", **pick("summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook")}
+        return {"type": "compaction", **pick("summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook")}
+    if kind == "appendUsage":
+        return {"type": "usage", **pick("kind", "provider", "model", "usage", "note")}
     if kind == "appendCustomEntry":
         return {"type": "custom", **pick("customType", "data")}
     if kind == "appendCustomMessageEntry":
@@ -513,26 +535,6 @@ def test_pi_reads_daemon_files(name: str, reverse: dict[str, ReverseRun], tally:
     report.assert_clean()
 
 
-def _orphan_fixed(raw: str) -> str:
-    """pi's file as the daemon documents it: entries whose parent (a label) was dropped by a fork
-    hang under the entry before them instead of becoming roots."""
-    out: list[str] = []
-    seen: list[str] = []
-    for line in raw.split("\n"):
-        if not line:
-            out.append(line)
-            continue
-        entry = json.loads(line)
-        if entry.get("type") != "session":
-            parent = entry.get("parentId")
-            if parent is not None and parent not in seen:
-                new = json.dumps(seen[-1] if seen else None)
-                line = line.replace(f'"parentId":{json.dumps(parent)}', f'"parentId":{new}', 1)
-            seen.append(entry["id"])
-        out.append(line)
-    return "\n".join(out)
-
-
 def _paths_to_placeholders(raw: str, files: list[str]) -> str:
     for k, path in enumerate(files):
         raw = raw.replace(json.dumps(path, ensure_ascii=False), f'"$file{k}"')
@@ -541,7 +543,9 @@ def _paths_to_placeholders(raw: str, files: list[str]) -> str:
 
 @pytest.mark.parametrize("name", list(BY_NAME))
 def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun], tally: Tally) -> None:
-    """Same ops, same ids and times: pi's bytes and answers must be the daemon's."""
+    """Same ops, same ids and times: pi's bytes and answers must be the daemon's. (pi 0.73.1 made
+    the entries below the label entries a fork drops orphan roots; 1.6 re-parents them, as the
+    daemon does, so every file is compared whole.)"""
     rev = reverse[name]
     report = Report(name)
     if any("error" in r for r in rev.run.results):
@@ -549,59 +553,21 @@ def test_daemon_files_match_pi_replay(name: str, reverse: dict[str, ReverseRun],
     replay = rev.replay
     pi_files = replay["files"]
     pi_raws = [Path(p).read_text(encoding="utf-8") if Path(p).exists() else "" for p in pi_files]
-    # Documented difference: pi orphans the entries below label entries a fork drops, the
-    # daemon re-parents them. Such files are compared in their re-parented form; a later fork
-    # *of* such a file takes a different path in pi, so nothing after it can be aligned.
-    orphaned = {k for k, raw in enumerate(pi_raws) if _orphan_fixed(raw) != raw}
-    ops = BY_NAME[name]["ops"]
-    timeline = file_timeline(ops)
-    stop = next((i for i, op in enumerate(ops) if op["op"] == "createBranchedSession" and timeline[i - 1] in orphaned), len(ops))
-    first_unaligned = sum(1 for op in ops[:stop] if op["op"] in FILE_OPS)
-    # Entries the daemon wrote from there on got ids pi could not replay in the same order.
-    late_ids = set(rev.run.id_script[rev.run.id_marks[stop] :]) if stop < len(ops) else set()
-    for i, r in enumerate(replay["results"][:stop]):
+    for i, r in enumerate(replay["results"]):
         if "error" in r:
             report.fail(f"pi replay failed at op#{i} {r['op']}: {r['error']}")
     # strict=False: a replay pi failed (reported above) leaves files out of `pi_raws`
     for k, (pi_raw, our_path) in enumerate(zip(pi_raws, rev.run.files, strict=False)):
-        if k >= first_unaligned:
-            tally.byte_skipped += 1
-            continue
         report.where = f"{name} file#{k}"
-        expected = _paths_to_placeholders(_orphan_fixed(pi_raw), pi_files)
+        expected = _paths_to_placeholders(pi_raw, pi_files)
         got = _paths_to_placeholders(Path(our_path).read_text(encoding="utf-8"), rev.run.files)
-        if late_ids:
-            expected, got = _before_ids(expected, got, late_ids)
         tally.byte_files += 1
         if expected == got:
             tally.byte_identical += 1
             continue
         report_line_diffs(report, expected.split("\n"), got.split("\n"))
-    compare_probes(report, name, replay["results"][:stop], rev.run.results, timeline, orphaned)
+    compare_probes(report, name, replay["results"], rev.run.results)
     report.assert_clean()
-
-
-FILE_OPS = ("create", "createBranchedSession", "forkFrom")
-
-
-def _before_ids(expected: str, got: str, late_ids: set[str]) -> tuple[str, str]:
-    """Both files cut before the daemon's first line holding one of `late_ids`."""
-    got_lines = got.split("\n")
-    cut = next((i for i, line in enumerate(got_lines) if line and json.loads(line).get("id") in late_ids), len(got_lines))
-    return "\n".join(expected.split("\n")[:cut]), "\n".join(got_lines[:cut])
-
-
-def file_timeline(ops: list[dict[str, Any]]) -> list[int]:
-    """The current file index after each op (pi switches to the file it forks or opens)."""
-    out: list[int] = []
-    current, made = -1, 0
-    for op in ops:
-        if op["op"] in FILE_OPS:
-            current, made = made, made + 1
-        elif op["op"] == "open":
-            current = op["path"]["$file"]
-        out.append(current)
-    return out
 
 
 def _pairs(line: str) -> Any:
@@ -632,15 +598,12 @@ def report_line_diffs(report: Report, expected: list[str], got: list[str]) -> No
         )
 
 
-def compare_probes(
-    report: Report, name: str, pi_results: list[dict[str, Any]], ours: list[dict[str, Any]], timeline: list[int], orphaned: set[int]
-) -> None:
-    """Probe answers along the way, except in files where the documented fork difference applies."""
-    # strict=False: `pi_results` stops where the files stop aligning (`stop`), `ours` goes on
-    for i, (p, o) in enumerate(zip(pi_results, ours, strict=False)):
+def compare_probes(report: Report, name: str, pi_results: list[dict[str, Any]], ours: list[dict[str, Any]]) -> None:
+    """Probe answers along the way."""
+    for i, (p, o) in enumerate(zip(pi_results, ours, strict=True)):
         op = p["op"]
         report.where = f"{name} op#{i} {op}"
-        if "value" not in p or "value" not in o or timeline[i] in orphaned:
+        if "value" not in p or "value" not in o:
             continue
         if op in ENTRY_OPS or op in ("leaf", "branch", "name"):
             report.check("", p["value"], o["value"])
@@ -683,6 +646,24 @@ def test_session_list_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, d
     report.assert_clean()
 
 
+def test_session_list_of_every_cwd_matches_pi(reverse: dict[str, ReverseRun], pi: PiDriver, daemon: Daemon, sessions_root: Path, tmp_path: Path) -> None:
+    """session/list without a cwd against pi's SessionManager.listAll of the same root (pi's agent
+    directory's `sessions`, a link to it): the same sessions in the same order (ties in `modified`:
+    the file written last first, then by name). The daemon also lists a file that starts with a byte
+    order mark, which pi leaves out (protocol.md's differences)."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sessions").symlink_to(sessions_root, target_is_directory=True)
+    ops = [{"op": "listAll"}]
+    pi_list = pi.run([{"name": "listAll", "ops": ops}], env={"PI_CODING_AGENT_DIR": str(agent)})[0]["results"][0]["value"]
+    ours = [s for s in daemon.request("session/list", {})["sessions"] if not Path(s["path"]).read_bytes().startswith(b"\xef\xbb\xbf")]
+    assert len(pi_list) > 50
+    view = lambda s, prefix: norm({"path": s["path"].removeprefix(prefix), **{k: s.get(k) for k in LIST_KEYS}})  # noqa: E731
+    report = Report("session/list (every cwd)")
+    report.check("", [view(s, str(agent / "sessions")) for s in pi_list], [view(s, str(sessions_root)) for s in ours])
+    report.assert_clean()
+
+
 # --------------------------------------------------------------------------- documented differences, asserted as documented
 
 
@@ -716,22 +697,44 @@ MIGRATION_CASES = ["17-v1.jsonl", "18-v1-malformed.jsonl", "19-v2-hookMessage.js
 # Cases where protocol.md says "as pi" for what a reader sees (contexts, tree, entries).
 READ_AS_PI_CASES = [
     "01-valid.jsonl", "02-malformed-middle.jsonl", "03-malformed-middle-chain.jsonl", "04-truncated-last.jsonl",
-    "07-bom.jsonl", "09-header-only.jsonl", "13-orphan.jsonl", "16-label-unknown-target.jsonl",
+    "09-header-only.jsonl", "13-orphan.jsonl", "16-label-unknown-target.jsonl",
     "20-unknown-type.jsonl", "22-compaction-unknown-firstkept.jsonl", "23-two-headers.jsonl", "24-crlf.jsonl",
     "25-missing-parentId-key.jsonl", "27-no-assistant.jsonl", "28-label-on-path.jsonl", "29-long-header.jsonl",
 ]  # fmt: skip
 
 
+# Files pi 1.6 does not open as sessions (it throws and leaves them alone): the daemon refuses the
+# first two too (-32014); the BOM file it shows read-only (protocol.md, "Deliberate differences").
+PI_REFUSES_CASES = ["05-no-header.jsonl", "06-header-not-first.jsonl", "07-bom.jsonl"]
+# The parent cycles (12, 14, 15) are left out of every pi run: pi's walk never ends (1.6 dies of heap
+# exhaustion, 0.73.1 hangs).
+
+
 @pytest.fixture(scope="module")
-def case_views(pi: PiDriver, sessions_root: Path) -> dict[str, dict[str, Any]]:
-    """pi's inspect of a private copy of each case (pi rewrites v1/v2 files in place)."""
-    batch = []
-    for case in MIGRATION_CASES + READ_AS_PI_CASES:
-        copy = sessions_root / "cases-pi" / case
+def case_results(pi: PiDriver, sessions_root: Path) -> dict[str, dict[str, Any]]:
+    """pi's inspect of a private copy of each case, one op each ({value} or {error}: a case pi
+    refuses fails only itself), and the copy's bytes afterwards (pi rewrites v1/v2 files in place,
+    ends a torn last line, writes a header into an empty file)."""
+    batch, copies = [], {}
+    for case in MIGRATION_CASES + READ_AS_PI_CASES + PI_REFUSES_CASES + ["08-empty.jsonl"]:
+        copy = copies[case] = sessions_root / "cases-pi" / case
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CASES / case, copy)
         batch.append({"name": case, "ops": [{"op": "inspect", "path": str(copy)}]})
-    return {r["name"]: r["results"][0]["value"] for r in pi.run(batch)}
+    results = {r["name"]: dict(r["results"][0]) for r in pi.run(batch)}
+    for case, result in results.items():
+        result["after"] = copies[case].read_bytes()
+    return results
+
+
+@pytest.fixture(scope="module")
+def case_views(case_results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {case: r["value"] for case, r in case_results.items() if "value" in r}
+
+
+def test_pi_reads_the_read_as_pi_cases(case_results: dict[str, dict[str, Any]]) -> None:
+    refused = {case: r["error"] for case, r in case_results.items() if "error" in r and case in READ_AS_PI_CASES + MIGRATION_CASES}
+    assert not refused
 
 
 @pytest.mark.parametrize("case", READ_AS_PI_CASES)
@@ -742,6 +745,88 @@ def test_daemon_reads_quirk_cases_as_pi(case: str, case_views: dict[str, Any], d
     report = Report(case)
     leaves = open_and_compare(daemon, str(copy), case_views[case], report)
     tally.add("quirk cases read as pi", leaves, not report.lines)
+    report.assert_clean()
+
+
+@pytest.mark.parametrize("case", PI_REFUSES_CASES)
+def test_files_pi_refuses(case: str, case_results: dict[str, dict[str, Any]], pi: PiDriver, daemon: Daemon, sessions_root: Path) -> None:
+    """pi throws and leaves the file alone; so does the daemon, but for the BOM file, which it shows
+    read-only: what pi reads once the mark is gone, appends refused (-32024), the file unchanged."""
+    pi_result = case_results[case]
+    assert "not a valid pi session" in pi_result.get("error", ""), pi_result
+    assert pi_result["after"] == (CASES / case).read_bytes(), "pi changed a file it refused"
+    copy = sessions_root / "cases-refused" / case
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CASES / case, copy)
+    if case != "07-bom.jsonl":
+        with pytest.raises(daemon.Error) as refused:
+            daemon.request("session/open", {"path": str(copy)})
+        assert refused.value.code == -32014
+    else:
+        unmarked = copy.with_name("07-unmarked.jsonl")
+        unmarked.write_bytes(copy.read_bytes().removeprefix(b"\xef\xbb\xbf"))
+        # pi's view of the same lines without the mark
+        pi_view = pi.run([{"name": case, "ops": [{"op": "inspect", "path": str(unmarked)}]}])[0]["results"][0]["value"]
+        report = Report(case)
+        opened = daemon.request("session/open", {"path": str(copy)})
+        try:
+            assert [w["kind"] for w in opened["warnings"]] == ["read-only"]
+            compare_views(report, pi_view, daemon_view(daemon, opened["sessionId"], [e["id"] for e in pi_view["entries"]]))
+            user = {"role": "user", "content": "one more", "timestamp": 1}
+            with pytest.raises(daemon.Error) as refused:
+                daemon.request("session/append", {"sessionId": opened["sessionId"], "entry": {"type": "message", "message": user}})
+            assert refused.value.code == -32024 and refused.value.data["path"] == str(copy)
+        finally:
+            daemon.request("session/close", {"sessionId": opened["sessionId"]})
+        report.assert_clean()
+    assert copy.read_bytes() == (CASES / case).read_bytes()
+
+
+def test_files_pi_writes_on_open_the_daemon_leaves_alone(case_results: dict[str, dict[str, Any]], daemon: Daemon, sessions_root: Path) -> None:
+    """protocol.md's differences: pi ends a torn last line with "\n" on every load and writes a header
+    into an empty file; the daemon opens (or refuses) without writing a byte."""
+    torn, empty = case_results["04-truncated-last.jsonl"], case_results["08-empty.jsonl"]
+    original = (CASES / "04-truncated-last.jsonl").read_bytes()
+    assert not original.endswith(b"\n") and torn["after"] == original + b"\n"
+    assert empty["after"].startswith(b'{"type":"session"') and not (CASES / "08-empty.jsonl").read_bytes()
+    for case in ("04-truncated-last.jsonl", "08-empty.jsonl"):
+        copy = sessions_root / "cases-untouched" / case
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CASES / case, copy)
+        try:
+            daemon.request("session/close", {"sessionId": daemon.request("session/open", {"path": str(copy)})["sessionId"]})
+        except daemon.Error as exc:
+            assert case == "08-empty.jsonl" and exc.code == -32014
+        assert copy.read_bytes() == (CASES / case).read_bytes(), case
+
+
+PI0_FILES = Path(__file__).resolve().parent.parent / "fixtures" / "pi-0.73.1"  # written by pi 0.73.1 itself
+
+
+def test_pi_reads_pi0_files_as_the_daemon(pi: PiDriver, daemon: Daemon, sessions_root: Path, tally: Tally) -> None:
+    """Files pi 0.73.1 wrote keep their contexts: pi 1.6.0 reads every leaf, the tree, the entries and
+    the name of each as the daemon does, and neither changes a byte of them."""
+    originals = sorted(PI0_FILES.glob("*/*.jsonl"))
+    assert len(originals) >= 20
+    copies = []
+    for original in originals:
+        copy = sessions_root / "pi0" / original.parent.name / original.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(original, copy)
+        copies.append(copy)
+    batch = [{"name": str(c), "ops": [{"op": "inspect", "path": str(c)}]} for c in copies]
+    views = {r["name"]: r["results"][0] for r in pi.run(batch)}
+    report = Report("pi 0.73.1 files")
+    for original, copy in zip(originals, copies, strict=True):
+        report.where = f"{original.parent.name}/{original.name}"
+        before = len(report.lines)
+        if "error" in views[str(copy)]:
+            report.fail(f"pi 1.6.0 refuses it: {views[str(copy)]['error']}")
+            continue
+        leaves = open_and_compare(daemon, str(copy), views[str(copy)]["value"], report)
+        if copy.read_bytes() != original.read_bytes():
+            report.fail("changed by reading it")
+        tally.add("pi 0.73.1's files (pi 1.6.0 reads, daemon reads)", leaves, len(report.lines) == before)
     report.assert_clean()
 
 

@@ -1,4 +1,4 @@
-"""The PostgreSQL store against the file store, and sessions it holds against pi 0.73.1.
+"""The PostgreSQL store against the file store, and sessions it holds against pi (the pinned 1.6.0).
 
 Files into the store: every file of the conformance corpus (the files pi writes for the
 generated scenarios, as many as test_pi_conformance.py runs, and every case of

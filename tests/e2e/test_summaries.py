@@ -118,6 +118,25 @@ async def test_compact_round_trip_commits_the_clients_summary(summarising: tuple
     assert context["messages"][0]["role"] == "compactionSummary"
 
 
+async def test_the_request_is_pi_1_6s_and_the_answers_usage_is_stored(summarising: tuple[LanguageClient, Summariser]) -> None:
+    """The prompt as a leading system message plus the user message, the session's thinking level,
+    no output cap; the usage the client reports lands on the entry, after details."""
+    client, summariser = summarising
+    session_id, _ = await conversation(client)
+    thinking = {"type": "thinking_level_change", "thinkingLevel": "high"}
+    await call(client, "session/append", {"sessionId": session_id, "entry": thinking})
+    usage = {"input": 900, "output": 40, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 940}
+    summariser.respond = lambda params: {"summary": "A short summary.", "usage": usage}
+    result = await call(client, "session/compact", {"sessionId": session_id, "settings": SETTINGS})
+    prompt = summariser.requests[0]["compaction"]["historyPrompt"]
+    assert "maxTokens" not in prompt and prompt["thinkingLevel"] == "high"
+    system, user = prompt["messages"]
+    assert system == {"role": "system", "content": prompt["systemPrompt"], "timestamp": 0}
+    assert user["role"] == "user" and user["content"] == [{"type": "text", "text": prompt["prompt"]}]
+    entry = result["entry"]
+    assert entry["usage"] == usage and list(entry)[-3:] == ["details", "usage", "fromHook"]
+
+
 async def test_a_split_turn_needs_both_answers(summarising: tuple[LanguageClient, Summariser]) -> None:
     client, summariser = summarising
     session_id = (await call(client, "session/create", {"cwd": CWD}))["sessionId"]
@@ -239,7 +258,8 @@ async def test_navigate_summarises_the_branch_left(summarising: tuple[LanguageCl
     [request] = summariser.requests
     assert request["kind"] == "branchSummary" and request["branchSummary"]["entryIds"] == ids[2:]
     entry = result["entry"]
-    assert entry["type"] == "branch_summary" and entry["parentId"] == ids[1] and entry["fromId"] == ids[1]
+    # pi 1.6: fromId is the leaf left behind, whose abandoned path was summarised
+    assert entry["type"] == "branch_summary" and entry["parentId"] == ids[1] and entry["fromId"] == ids[-1]
     assert entry["summary"].startswith("The user explored a different conversation branch before returning here.")
     assert "Explored answers.\n\n<modified-files>\nsrc/1.py" in entry["summary"]
     target_user = await call(client, "session/navigate", {"sessionId": session_id, "targetId": ids[2]})

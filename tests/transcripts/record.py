@@ -200,6 +200,9 @@ def compaction(d: Driver, root: Path) -> None:
     d.error("session/commitCompaction", commit | {"leafId": d.result("session/info", {"sessionId": sid})["leafId"]}, -32019)
     d.error("session/compact", {"sessionId": sid}, -32019)
     d.result("session/append", {"sessionId": sid, "entry": assistant("Understood. " + "so " * 60, 6)})
+    # pi 1.6 summarises nothing that the kept part holds: a new turn leaves something before it.
+    d.result("session/append", {"sessionId": sid, "entry": user("Question 3: " + "why " * 40, 7)})
+    d.result("session/append", {"sessionId": sid, "entry": assistant("Answer 3: " + "because " * 40, 8)})
     answered = d.call_answering("session/compact", {"sessionId": sid, "settings": settings, "workDoneToken": "c1"}, summary_answer)
     assert "result" in answered, answered
     failing = d.call_answering(
@@ -254,6 +257,7 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/append", {"sessionId": sid, "entries": [note], "expectedLeafId": level["id"]})
     d.result("session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     d.result("session/setName", {"sessionId": sid, "name": "  Demo session  "})
+    d.result("session/editContext", {"sessionId": sid, "targetId": answer, "replacement": {"content": "A daemon (edited)."}})
     d.result("session/subscribe", {"sessionId": sid})
     d.result("session/unsubscribe", {"sessionId": sid})
     d.result("session/context", {"sessionId": sid})
@@ -460,14 +464,21 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
     call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
+    edit = {"sessionId": sid, "targetId": first, "replacement": {"content": "Hello there"}}
+    call("session/editContext", "session/editContext", edit)
     settings = {"reserveTokens": 100, "keepRecentTokens": 10}
     call("session/configure", "session/configure", {"sessionId": sid, "contextWindow": 120, "settings": settings})
     reply = assistant("Hi! This repository holds a daemon for session files.", 1000)
     call("session/configure", "session/append", {"sessionId": sid, "entry": reply})
     prepared = call("session/prepareCompaction", "session/prepareCompaction", {"sessionId": sid, "settings": settings})
-    commit = {"sessionId": sid, "leafId": prepared["leafId"], "summary": "The user said hello.", "settings": settings}
+    commit = {"sessionId": sid, "leafId": prepared["leafId"], "settings": settings}
+    if "historyPrompt" in prepared:
+        commit["summary"] = "The user said hello."
+    if "turnPrefixPrompt" in prepared:  # the reply alone fills keepRecentTokens: the turn is split
+        commit["turnPrefixSummary"] = "The user said hello."
     call("session/commitCompaction", "session/commitCompaction", commit)
-    call("session/compact", "session/append", {"sessionId": sid, "entry": user("What does it do?", 2000)})
+    question = "What does it do, and how do I run it on my own sessions?"  # alone over keepRecentTokens
+    call("session/compact", "session/append", {"sessionId": sid, "entry": user(question, 2000)})
     sections.append("session/compact")
     compacted = d.call_answering("session/compact", {"sessionId": sid, "settings": settings}, summary_answer)
     assert "result" in compacted, compacted

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sessiontree import protocol as p
-from sessiontree.errors import NotASessionFile
+from sessiontree.errors import NotASessionFile, ReadOnlySession
 from sessiontree.service import ServiceConfig, SessionService
 from support.sessions import PI_QUIRK_CASES
 
@@ -27,7 +27,7 @@ CASES: dict[str, tuple[str | None, list[str], list[str], list[str], list[str]]] 
     "02-malformed-middle": ("e0000004", [U, A, U, A], LINEAR4, ["malformed"], []),
     "03-malformed-middle-chain": ("e0000005", [A, U], ["e0000001", "e0000002", "e0000004", "e0000005"], ["malformed"], []),
     "04-truncated-last": ("e0000003", [U, A, U], LINEAR4[:3], ["torn-tail"], []),
-    "07-bom": ("e0000004", [U, A, U, A], LINEAR4, [], []),
+    "07-bom": ("e0000004", [U, A, U, A], LINEAR4, ["read-only"], []),
     "09-header-only": (None, [], [], [], []),
     "10-duplicate-id-exact": ("e0000004", [U, A, U, A], LINEAR4, ["duplicate-id"], []),
     "11-duplicate-id-conflict": ("e0000004", [U, A, U], LINEAR4, ["duplicate-id"], []),
@@ -119,3 +119,38 @@ def test_torn_then_append_keeps_both_appends(service: SessionService, tmp_path: 
     assert [w.kind for w in reopened.warnings] == ["malformed"]  # the torn line, kept and ended
     texts = [m["content"][0]["text"] for m in service.context(p.ContextParams(reopened.session_id)).messages]
     assert texts == ["first question", "first answer", "second question", "first append", "second append"]
+
+
+def test_a_bom_file_is_shown_but_never_written(service: SessionService, tmp_path: Path) -> None:
+    """pi 1.6 does not open a file that starts with a byte order mark: the daemon shows it and says
+    it is read-only, refuses every append (-32024, nothing written), and a fork copies it into a
+    file without the mark."""
+    path = _copy("07-bom", tmp_path)
+    before = path.read_bytes()
+    opened = service.open(p.OpenParams(str(path)))
+    sid = opened.session_id
+    assert opened.warnings[0].kind == "read-only" and opened.warnings[0].line == 1
+    message = {"role": "user", "content": "more", "timestamp": 1}
+    writes = [
+        lambda: service.append(p.AppendParams(sid, entry={"type": "message", "message": message})),
+        lambda: service.append(p.AppendParams(sid, entries=[{"type": "custom", "customType": "x"}] * 2)),
+        lambda: service.label(p.LabelParams(sid, "e0000001", "here")),
+        lambda: service.set_name(p.SetNameParams(sid, "a name")),
+        lambda: service.branch(p.BranchParams(sid, "e0000002", summary="left behind")),
+    ]
+    for write in writes:
+        with pytest.raises(ReadOnlySession) as refused:
+            write()
+        assert refused.value.code == -32024 and refused.value.data["path"] == str(path)
+    assert path.read_bytes() == before
+    service.branch(p.BranchParams(sid, "e0000002"))  # moving the leaf writes nothing: allowed
+    assert service.info(p.SessionParams(sid)).leaf_id == "e0000002"
+    forked = service.fork(p.ForkParams(sid, cwd="/elsewhere"))
+    assert not Path(forked.path).read_bytes().startswith(b"\xef\xbb\xbf")
+    assert service.append(p.AppendParams(forked.session_id, entry={"type": "message", "message": message})).id
+    service.close(p.SessionParams(sid))
+    assert path.read_bytes() == before
+    reopened = service.open(p.OpenParams(str(path)))  # read-only again (from the index sidecar too)
+    with pytest.raises(ReadOnlySession):
+        service.append(p.AppendParams(reopened.session_id, entry={"type": "message", "message": message}))
+

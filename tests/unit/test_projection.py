@@ -11,7 +11,7 @@ import pytest
 from sessiontree.jsonfmt import RawJson
 from sessiontree.store import MemoryStorage, Session
 from sessiontree.tree import ContextCache, build_context, convert_to_llm
-from sessiontree.tree.projection import _build_by_walking
+from sessiontree.tree.projection import Context, _select_by_walking, fill_context
 from support.messages import assistant, line, ts, user
 from support.sessions import session_bytes
 
@@ -209,7 +209,9 @@ def test_anchored_contexts_equal_walking_the_whole_path(seed: int) -> None:
     session = _session(*entries)
     for node in session.index.nodes:
         fast = build_context(session.index, node.id, session.entry)
-        slow = _build_by_walking(session.index, node.id, session.entry, session.messages_or_entries)
+        walked = Context(node.id)
+        chosen = _select_by_walking(walked, session.index, node.id, session.entry)
+        slow = fill_context(walked, chosen, session.entry, session.messages_or_entries)
         assert (fast.messages, fast.thinking_level, fast.model) == (slow.messages, slow.thinking_level, slow.model)
 
 

@@ -170,17 +170,21 @@ def test_branch_moves_the_leaf_and_reset_starts_a_new_root(service: SessionServi
 
 
 def test_branch_with_summary_appends_a_branch_summary_at_the_target(service: SessionService) -> None:
+    """pi 1.6's branchWithSummary: `fromId` is the leaf that was left (`leafId ?? "root"`)."""
     sid = service.create(p.CreateParams(CWD)).session_id
     first = _append(service, sid, _msg("user", "q1"))
-    _append(service, sid, _msg("assistant", "a1"))
+    left = _append(service, sid, _msg("assistant", "a1"))
     result = service.branch(p.BranchParams(sid, first.id, summary="tried X", details={"k": 1}))
     entry = service.entries(p.EntriesParams(sid, ids=[result.summary_entry_id])).entries[0]
-    assert entry["parentId"] == first.id and entry["fromId"] == first.id
+    assert entry["parentId"] == first.id and entry["fromId"] == left.id
     assert list(entry) == ["type", "id", "parentId", "timestamp", "fromId", "summary", "details"]
     assert _texts(service, sid) == ["q1", "tried X"]
     root = service.branch(p.BranchParams(sid, None, summary="from the top"))
     root_entry = service.entries(p.EntriesParams(sid, ids=[root.summary_entry_id])).entries[0]
-    assert root_entry["fromId"] == "root" and root_entry["parentId"] is None
+    assert root_entry["fromId"] == result.summary_entry_id and root_entry["parentId"] is None
+    service.branch(p.BranchParams(sid, None))  # no leaf: pi writes "root"
+    empty = service.branch(p.BranchParams(sid, first.id, summary="from nothing"))
+    assert service.entries(p.EntriesParams(sid, ids=[empty.summary_entry_id])).entries[0]["fromId"] == "root"
 
 
 def test_labels_and_names(service: SessionService) -> None:

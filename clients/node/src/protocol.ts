@@ -56,6 +56,7 @@ export interface CommitBranchSummaryParams {
   reserveTokens?: number | null;
   fromHook?: boolean | null;
   details?: unknown;
+  usage?: { [key: string]: unknown } | null;
 }
 
 export interface CommitBranchSummaryResult {
@@ -72,6 +73,7 @@ export interface CommitCompactionParams {
   settings?: CompactionSettings | null;
   fromHook?: boolean | null;
   details?: unknown;
+  usage?: { [key: string]: unknown } | null;
 }
 
 export interface CommitCompactionResult {
@@ -123,6 +125,11 @@ export interface ContextParams {
   settings?: CompactionSettings | null;
 }
 
+/** What a context edit puts in place of its target's content: a string or content blocks. */
+export interface ContextReplacement {
+  content: string | unknown[];
+}
+
 export interface ContextResult {
   messages: unknown[];
   thinkingLevel: string | null;
@@ -160,6 +167,14 @@ export interface DidChangeParams {
   leafId: string | null;
   cursor: string | null;
   leafMoved: boolean;
+}
+
+export interface EditContextParams {
+  sessionId: string;
+  targetId: string;
+  replacement: ContextReplacement | null;
+  /** Absent and null differ: absent is the default, null is no entry (protocol.md, Absent and null). */
+  expectedLeafId?: string | null;
 }
 
 export interface EntriesParams {
@@ -408,14 +423,16 @@ export interface SummarizeParams {
 export interface SummarizeResult {
   summary: string;
   turnPrefixSummary?: string | null;
+  usage?: { [key: string]: unknown } | null;
 }
 
-/** One model call as pi makes it: a system prompt and one user message. */
+/** One model call as pi 1.6.0 makes it: a system prompt and one user message of text. `messages` is the same request as pi-ai's normalizeContext gives it (a leading system message, then the user message); `system_prompt` and `prompt` are its two texts, for clients that send a system field. pi sets no output cap (the model's own limit applies) and passes the session's thinking level as the reasoning effort of a reasoning model. */
 export interface SummaryPrompt {
   systemPrompt: string;
   prompt: string;
   conversationText: string;
-  maxTokens: number;
+  messages: ({ [key: string]: unknown })[];
+  thinkingLevel?: string;
 }
 
 export interface TreeNode {
@@ -495,6 +512,7 @@ export interface Methods {
   "session/configure": { params: ConfigureParams; result: ConfigureResult };
   "session/context": { params: ContextParams; result: ContextResult };
   "session/create": { params: CreateParams; result: CreateResult };
+  "session/editContext": { params: EditContextParams; result: AppendResult };
   "session/entries": { params: EntriesParams; result: EntriesResult };
   "session/export": { params: ExportParams; result: ExportResult };
   "session/fork": { params: ForkParams; result: ForkResult };
@@ -524,7 +542,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 
@@ -553,4 +571,5 @@ export const ErrorCodes = {
   SummaryFailed: -32021,
   FileReplaced: -32022,
   StoreUnavailable: -32023,
+  ReadOnlySession: -32024,
 } as const;

@@ -111,6 +111,13 @@ describe("every method", () => {
     assert.equal((await client.info({ sessionId })).name, "Greeting");
   });
 
+  it("editContext", async () => {
+    const edited = await client.editContext({ sessionId, targetId: ids[1]!, replacement: { content: "Hi (edited)" } });
+    const stored = (await client.entries({ sessionId, ids: [edited.id] })).entries[0] as { replacement: unknown };
+    assert.deepEqual(stored.replacement, { content: [{ type: "text", text: "Hi (edited)" }] });
+    await assert.rejects(client.editContext({ sessionId, targetId: "0badbeef", replacement: null }), { code: -32011 });
+  });
+
   it("fork into a new file", async () => {
     const fork = await client.fork({ sessionId, entryId: ids[1]! });
     assert.notEqual(fork.sessionId, sessionId);

@@ -146,7 +146,7 @@ class FileBackend:
             directories = [self.directory_for(cwd)]
         else:
             directories = [self.root / name for name in subdirectories(self.root)]
-        return list_sessions(self.root, session_files(self.root, directories), progress)
+        return list_sessions(self.root, session_files(self.root, directories), progress, every_cwd=cwd is None)
 
     def paths(self, cwd: str) -> builtins.list[Path]:
         return session_files(self.root, [self.directory_for(cwd)])

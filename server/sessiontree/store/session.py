@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from .. import jsonfmt
+from ..context_edits import checked_replacement, kind_of_line
 from ..entries import (
     Either,
     Node,
@@ -25,7 +26,15 @@ from ..entries import (
     skeleton_columns,
     skeletons,
 )
-from ..errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, SessionTreeError, StorageError
+from ..errors import (
+    EntryNotFound,
+    FileReplaced,
+    LeafConflict,
+    NotASessionFile,
+    ReadOnlySession,
+    SessionTreeError,
+    StorageError,
+)
 from ..file_warning import FileWarning
 from ..unset import UNSET, MaybeId
 from . import sidecar
@@ -122,6 +131,7 @@ class Session:
         self.sidecar_covers = -1  # bytes the index sidecar describes, if it was loaded or saved
         self.fenced = False  # an append ended another writer's torn line: a scan would now see it
         self._unfinished_at = -1  # the file's size when its last line was last found unfinished
+        self.read_only: str | None = None  # why appends are refused (shown, never written to)
 
     # ------------------------------------------------------------------ loading
 
@@ -142,12 +152,32 @@ class Session:
                     session = cls._header_from_tail(storage, header_reader)
                     session.warnings[:0] = skipped
                     session._finish(header_reader, at_open=True)
+                    session._refuse_writes_if_pi_would_not_open()
                     return session
                 session.warnings[:0] = skipped
             with _collector_paused():
                 blocks = session._scan_to(size)
             session._finish(blocks, at_open=True)
+            session._refuse_writes_if_pi_would_not_open()
         return session
+
+    def _refuse_writes_if_pi_would_not_open(self) -> None:
+        """pi (since 0.78) reads a file that starts with a byte order mark as no session at all. The
+        daemon still shows it, but appending would grow a file pi refuses: it is read-only, said so
+        on open, and a fork copies it into a file pi reads."""
+        if self.storage.read(0, len(BOM)) != BOM:
+            return
+        self.read_only = "the file starts with a UTF-8 byte order mark, which pi does not open as a session"
+        if not any(w.kind == "read-only" for w in self.warnings):
+            self.warnings.insert(
+                0,
+                FileWarning(
+                    "read-only",
+                    "line 1 starts with a UTF-8 byte order mark: pi does not open the file as a session, so the"
+                    " daemon shows it but refuses appends (-32024); session/fork copies it into a file pi opens",
+                    line=1,
+                ),
+            )
 
     def _scan_to(self, size: int) -> LineBlocks:
         """Take in the whole lines from `end` to `size`, a big file's later part decoded by a
@@ -452,6 +482,9 @@ class Session:
         `expectedLeafId` are the leaf they leave); one that fails a check gets its error and writes
         nothing, and the others go on. Returns, per request, what it wrote or its error (a failed
         write fails every request that was to be written), and other writers' entries taken in."""
+        if self.read_only is not None:
+            refused = ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+            return [refused for _ in requests], []
         with self.storage.lock():
             leaf_before = self.index.leaf_id
             others = self.refresh()
@@ -465,7 +498,7 @@ class Session:
             for request in requests:
                 entries, parent = request.entries, request.parent
                 try:
-                    self._check(entries, parent, request.expected_leaf, request.sources or _default_sources(len(entries)), leaf, taken)
+                    self._check(entries, parent, request.expected_leaf, request.sources or _default_sources(len(entries)), leaf, taken, lines)
                 except SessionTreeError as exc:
                     planned.append(exc)
                     continue
@@ -516,7 +549,9 @@ class Session:
         sources: Sequence[str],
         leaf: str | None,
         known: Either,
+        planned: list[dict[str, Any]],
     ) -> None:
+        """`planned`: the lines earlier requests of the same call will write (ids given)."""
         self.check_leaf(expected_leaf, leaf)
         if isinstance(parent, str):
             _require_in(known, parent, "parentId")
@@ -524,8 +559,37 @@ class Session:
             prefix = f"{source}." if source else ""
             if entry["type"] == "label":
                 _require_in(known, entry["targetId"], f"{prefix}targetId")
-            elif entry["type"] == "compaction":
+            elif entry["type"] == "compaction" and entry.get("firstKeptEntryId") is not None:
                 _require_in(known, entry["firstKeptEntryId"], f"{prefix}firstKeptEntryId")
+            elif entry["type"] == "context_edit":
+                self._check_context_edit(entry, leaf if parent is UNSET else parent, planned, f"{prefix}targetId")
+
+    def _check_context_edit(self, entry: dict[str, Any], parent: str | None, planned: list[dict[str, Any]], field: str) -> None:
+        """pi's appendContextEdit checks: the target exists, is on the path of the entry the edit is
+        appended below, and is editable. Stores the replacement as pi writes it."""
+        target = entry["targetId"]
+        pending = {line["id"]: line for line in planned}
+        node = self.index.get(target)
+        if target in pending:
+            kind = kind_of_line(pending[target])
+        elif node is not None:
+            kind = (node.type, node.role)
+        else:
+            raise EntryNotFound(f"entry {target} not found ({field})", entryId=target, field=field)
+        entry["replacement"] = checked_replacement(entry, kind, self._on_path(target, parent, pending), field)
+
+    def _on_path(self, target: str, leaf: str | None, pending: dict[str, dict[str, Any]]) -> bool:
+        """Whether `target` is on the path from the root to `leaf` (lines not yet written first)."""
+        while leaf is not None and leaf in pending:
+            if leaf == target:
+                return True
+            parent = pending[leaf].get("parentId")
+            leaf = parent if isinstance(parent, str) else None
+        node = self.index.get(leaf) if leaf is not None else None
+        if node is None:
+            return False
+        ids = self.index.ids
+        return any(ids[seq] == target for seq in self.index.walk(node.seq)[0])
 
     def move_leaf(self, entry_id: str | None) -> None:
         """pi's branch (an id) and resetLeaf (None): only the in-memory leaf moves."""

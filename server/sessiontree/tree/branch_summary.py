@@ -1,8 +1,10 @@
-"""pi 0.73.1's branch summaries, less the model call: what is left behind when the leaf moves.
+"""pi 1.6.0's branch summaries, less the model call: what is left behind when the leaf moves.
 
 Moving from A to B, pi summarises the entries from A back to the deepest entry on both
 paths (`collectEntriesForBranchSummary`), newest first within a token budget
-(`prepareBranchEntries`), and stores the answer with a preamble and the file lists.
+(`prepareBranchEntries`), as the model saw them (the latest context edit among those
+entries hides or replaces its target), and stores the answer with a preamble and the
+file lists.
 """
 
 from __future__ import annotations
@@ -10,13 +12,20 @@ from __future__ import annotations
 from typing import Any, Final
 
 import attrs
+import msgspec
 
-from ..entries import Node
+from ..entries import Node, iso_to_ms
 from ..jsstring import js_truthy
 from ..store import SessionIndex
 from . import prompts
-from .compaction import message_of
-from .projection import walk_path
+from .projection import (
+    branch_summary_message,
+    compaction_summary_message,
+    edit_replacement,
+    edited_messages,
+    entry_messages,
+    walk_path,
+)
 from .summary_text import FileOps, extract_file_ops, file_lists, format_file_operations
 from .tokens import estimate_tokens
 
@@ -42,12 +51,50 @@ def collect_entries(index: SessionIndex, old_leaf: str | None, target: str) -> t
     return left, common
 
 
-def _branch_message(entry: dict[str, Any]) -> Any:
-    """Tool results are left out: the assistant's tool call carries their context."""
-    if entry.get("type") == "message":
+Replacement = dict[str, Any] | None
+
+
+def _edited(entry: dict[str, Any], replacement: Replacement) -> Any:
+    """pi's `projectContextEntry(entry, edit)[0]`: None when the edit hides the entry."""
+    messages = edited_messages(entry_messages(entry), replacement)
+    return messages[0] if messages else None
+
+
+def _custom_message(entry: dict[str, Any]) -> dict[str, Any]:
+    """pi's createCustomMessage as prepareBranchEntries calls it: the content as the entry has it."""
+    message: dict[str, Any] = {"role": "custom"}
+    message.update((key, entry[key]) for key in ("customType", "content", "display", "details") if key in entry)
+    message["timestamp"] = iso_to_ms(entry.get("timestamp"))
+    return message
+
+
+def _branch_message(entry: dict[str, Any], edits: dict[Any, Replacement]) -> Any:
+    """pi's getMessageFromEntry for branch summaries. Tool results are left out: the
+    assistant's tool call carries their context."""
+    kind, edited = entry.get("type"), entry.get("id") in edits
+    if kind == "message":
         message = entry.get("message")
-        return None if isinstance(message, dict) and message.get("role") == "toolResult" else message
-    return message_of(entry)
+        if isinstance(message, dict) and message.get("role") == "toolResult":
+            return None
+        return _edited(entry, edits[entry.get("id")]) if edited else message
+    if kind == "custom_message":
+        return _edited(entry, edits[entry.get("id")]) if edited else _custom_message(entry)
+    if kind == "branch_summary":
+        return branch_summary_message(entry)
+    if kind == "compaction":
+        return compaction_summary_message(entry)
+    return None
+
+
+def _latest_edits(entries: list[dict[str, Any]]) -> dict[Any, Replacement]:
+    """Per target, the replacement of the latest context_edit among the summarised entries."""
+    edits: dict[Any, Replacement] = {}
+    for entry in entries:
+        if entry.get("type") == "context_edit" and isinstance(entry.get("targetId"), str):
+            replacement = edit_replacement(entry)
+            if replacement is not msgspec.UNSET:
+                edits[entry["targetId"]] = replacement
+    return edits
 
 
 @attrs.define
@@ -63,10 +110,11 @@ def prepare_branch_entries(entries: list[dict[str, Any]], token_budget: float = 
     for entry in entries:
         if entry.get("type") == "branch_summary" and not js_truthy(entry.get("fromHook")) and js_truthy(entry.get("details")):
             ops.add_details(entry["details"])
+    edits = _latest_edits(entries)
     kept: list[Any] = []
     total = 0
     for entry in reversed(entries):
-        message = _branch_message(entry)
+        message = _branch_message(entry, edits)
         if message is None:
             continue
         extract_file_ops(message, ops)

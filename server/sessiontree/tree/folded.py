@@ -4,7 +4,7 @@ pi writes each entry on the line after its parent, except where a conversation b
 resumes. So the index's parents column is almost everywhere `seq - 1`; the few entries where it is
 not (the *jumps*) describe the whole shape. The folded tree is made from them: an entry with more
 than one child starts indented branches; a stretch of consecutive entries that each have one child
-and nothing to show (no label, not a compaction or branch summary, not the leaf) becomes one *run*
+and nothing to show (no label, not a compaction, branch summary or context edit, not the leaf) becomes one *run*
 row with its length, listed entry by entry only when asked. The index lists the jumps as entries
 arrive (`SessionIndex.jumps`, filed by parent in `jump_parents`, and whether the file is in time
 order), so the first page, or the page that shows the leaf, costs about the number of jumps, and
@@ -30,7 +30,9 @@ from ..tree_nodes import TreeNode, TreeRow, TreeRun
 from .tree import _ms, _parents
 
 Preview = Callable[[int], str | None]
-_SHOWN_TYPES = frozenset({"compaction", "branch_summary"})  # always rows of their own
+# Always rows of their own: entries that change what the model sees of what came before.
+# (usage entries, which pi's tree hides, fold into runs like any entry with nothing to show.)
+_SHOWN_TYPES = frozenset({"compaction", "branch_summary", "context_edit"})
 _MARKED = re.compile(b"\x01")
 
 
@@ -141,7 +143,7 @@ class FoldedTree:
         return kids
 
     def _shown(self) -> set[int]:
-        """Entries that are always rows: labelled, compactions, branch summaries, the leaf."""
+        """Entries that are always rows: labelled, compactions, branch summaries, context edits, the leaf."""
         index = self.index
         shown = {self.leaf} if self.leaf is not None else set()
         kinds = index.kinds

@@ -29,6 +29,11 @@ class _Message(msgspec.Struct, gc=False):
     content: str | list[_Block] | None = None
     command: Any = None
     toolName: Any = None
+    sections: Any = None  # a system message's named sections (their names are shown, not its tools)
+
+
+class _Replacement(msgspec.Struct, gc=False):
+    content: str | list[_Block] | None = None
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -43,6 +48,9 @@ class _Line(msgspec.Struct, gc=False):
     label: Any = None
     name: Any = None
     customType: Any = None
+    replacement: _Replacement | msgspec.UnsetType | None = msgspec.UNSET  # null: the edit hides its target
+    kind: Any = None
+    model: Any = None
 
 
 _decode_line: Final = msgspec.json.Decoder(_Line).decode
@@ -92,7 +100,26 @@ def _message_text(message: _Message | None) -> str:
         return f"$ {message.command}"
     if message.role == "toolResult":
         return f"{message.toolName}: {_content_text(message.content)}"
+    if message.role == "system":
+        return f"system: {_system_text(message)}"
     return _content_text(message.content)
+
+
+def _system_text(message: _Message) -> str:
+    """A system message's own words, else the names of the sections it sets (a patch of the prompt)."""
+    text = _content_text(message.content).strip()
+    if text or not isinstance(message.sections, dict):
+        return text
+    return "sections " + ", ".join(message.sections)
+
+
+def _edit_text(entry: _Line) -> str:
+    """What a context edit does to its target."""
+    if entry.replacement is None:
+        return f"hides {entry.targetId}"
+    if isinstance(entry.replacement, _Replacement):
+        return f"edits {entry.targetId}: {_content_text(entry.replacement.content)}"
+    return f"edits {entry.targetId}"
 
 
 def _entry_text(entry: _Line) -> str:
@@ -113,6 +140,10 @@ def _entry_text(entry: _Line) -> str:
         return f"name: {entry.name}"
     if kind == "custom":
         return str(entry.customType or "")
+    if kind == "context_edit":
+        return _edit_text(entry)
+    if kind == "usage":
+        return f"usage {entry.kind} {entry.model}"
     return ""
 
 

@@ -1,4 +1,9 @@
-"""What the model sees: pi's `buildSessionContext` over the path from a leaf to the root.
+"""What the model sees: pi 1.6's `buildSessionContext` over the path from a leaf to the root.
+
+pi's pipeline, kept here in the same steps: the path (`walk_path`), the selected entries
+(`select`: the newest compaction, its kept range without system messages, everything after),
+the latest context edit per target among them (`latest_edits`), then each entry's messages
+(`entry_messages`, `edited_messages`). `project_entries` gives the entries with their messages.
 
 Only the path is walked (O(depth)), and only the payloads that become messages
 are decoded. The context of the current leaf is cached and extended in place
@@ -9,13 +14,14 @@ context" loop does not walk the path again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from .. import jsonfmt
 from ..entries import Node, iso_to_ms, model_of
 from ..file_warning import FileWarning
+from ..jsstring import js_truthy
 from ..store import SessionIndex
 from ..store.index import Anchors
 
@@ -42,9 +48,13 @@ def _present(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def custom_message(entry: dict[str, Any]) -> dict[str, Any]:
+    """pi's createCustomMessage; a missing or null content becomes `[]` (`entry.content ?? []`)."""
+    content = entry.get("content")
     return {
         "role": "custom",
-        **_present(entry, ("customType", "content", "display", "details")),
+        **_present(entry, ("customType",)),
+        "content": [] if content is None else content,
+        **_present(entry, ("display", "details")),
         "timestamp": iso_to_ms(entry.get("timestamp")),
     }
 
@@ -63,6 +73,94 @@ def compaction_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
         **_present(entry, ("summary", "tokensBefore")),
         "timestamp": iso_to_ms(entry.get("timestamp")),
     }
+
+
+# What a message of these roles gets when its content is null or missing (files are read unvalidated).
+_EMPTY_CONTENT: Final[dict[str, Callable[[], Any]]] = {
+    "system": str,
+    "user": list,
+    "assistant": list,
+    "toolResult": list,
+}
+_EDITABLE_ROLES: Final = frozenset({"user", "assistant", "toolResult", "custom"})
+_BLOCK_ROLES: Final = frozenset({"assistant", "toolResult"})  # a string replacement becomes one text block
+
+
+def normalized_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as pi's sessionEntryToContextMessages passes it on: content never null."""
+    empty = _EMPTY_CONTENT.get(message.get("role"))  # type: ignore[arg-type]
+    if empty is not None and message.get("content") is None:
+        return {**message, "content": empty()}  # JS `{...message, content}`: same key order
+    return message
+
+
+def entry_messages(entry: dict[str, Any], warnings: list[FileWarning] | None = None) -> list[dict[str, Any]]:
+    """pi's sessionEntryToContextMessages: the messages one entry contributes (the newest compaction's
+    included; an older one in the kept range contributes nothing, see `project_entries`)."""
+    type_ = entry.get("type")
+    if type_ == "message":
+        message = entry.get("message")
+        if isinstance(message, dict):
+            return [normalized_message(message)]
+        if warnings is not None:
+            at = entry.get("id")
+            warnings.append(
+                FileWarning("message-without-message", f"message entry {at} has no message; skipped", entry_id=at)
+            )
+        return []
+    if type_ == "custom_message":
+        return [custom_message(entry)]
+    if type_ == "branch_summary" and js_truthy(entry.get("summary")):
+        return [branch_summary_message(entry)]
+    if type_ == "compaction":
+        system: Any = entry.get("systemMessage")
+        summary = compaction_summary_message(entry)
+        return [system, summary] if js_truthy(system) else [summary]  # a checkpoint: pi passes it as written
+    return []
+
+
+def edit_replacement(edit: dict[str, Any]) -> dict[str, Any] | msgspec.UnsetType | None:
+    """A context_edit's replacement: None (omit the target), an object, or UNSET when the entry
+    has neither (pi would fail on it; the daemon lets such an edit change nothing)."""
+    replacement = edit.get("replacement", msgspec.UNSET)
+    return replacement if replacement is None or isinstance(replacement, dict) else msgspec.UNSET
+
+
+def edited_messages(messages: list[dict[str, Any]], replacement: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """pi's projectContextEntry: null omits the entry's messages; a replacement swaps the content
+    of user, assistant, toolResult and custom messages (others pass unchanged)."""
+    if replacement is None:
+        return []
+    edited = []
+    for message in messages:
+        role = message.get("role")
+        if role not in _EDITABLE_ROLES:
+            edited.append(message)
+            continue
+        copy = dict(message)
+        if "content" not in replacement:  # `content: undefined`: JSON.stringify drops the key
+            copy.pop("content", None)
+        else:
+            content = replacement["content"]
+            if role in _BLOCK_ROLES and isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            copy["content"] = content
+        edited.append(copy)
+    return edited
+
+
+class _ContentProbe(msgspec.Struct):
+    content: msgspec.Raw = msgspec.Raw()  # empty: the key is absent
+
+
+_probe_content: Final = msgspec.json.Decoder(_ContentProbe).decode
+
+
+def _content_is_set(text: bytes) -> bool:
+    """Whether a message's JSON has a top-level `content` that is not null (the last one, as
+    JSON.parse reads repeated keys): one pass that skips every value without building it."""
+    raw = _probe_content(text).content
+    return len(raw) > 0 and bytes(raw) != b"null"
 
 
 class Context:
@@ -92,12 +190,16 @@ class Context:
         """The messages as they go to the wire: texts are sent as they are (see `jsonfmt.RawJson`)."""
         return self._items
 
-    def add_summary(self, message: dict[str, Any]) -> None:
-        """A message made here (a compaction's summary)."""
-        self._items.append(message)
+    def add_made(self, messages: list[dict[str, Any]]) -> None:
+        """Messages made or decoded here (a compaction's checkpoint and summary, edited messages)."""
+        self._items.extend(messages)
 
-    def add_message_text(self, message: jsonfmt.RawJson) -> None:
-        """A `message` entry's message, as its text (an object: checked by the reader)."""
+    def add_message_text(self, node: Node, message: jsonfmt.RawJson) -> None:
+        """A `message` entry's message, as its text (an object: checked by the reader); decoded
+        only if pi would pass on something else (a null or missing content)."""
+        if node.role in _EMPTY_CONTENT and not _content_is_set(message.text):
+            self._items.append(normalized_message(message.value))
+            return
         self._items.append(message)
         self._texts += 1
 
@@ -109,60 +211,70 @@ class Context:
             self.model = model_of(node.setting)
 
     def add_message(self, node: Node, entry: dict[str, Any]) -> None:
-        """pi's appendMessage: the entry types that become messages."""
-        if node.type == "message":
-            message = entry.get("message")
-            if isinstance(message, dict):
-                self._items.append(message)
-            else:
-                self.warnings.append(
-                    FileWarning(
-                        "message-without-message", f"message entry {node.id} has no message; skipped", entry_id=node.id
-                    )
-                )
-        elif node.type == "custom_message":
-            self._items.append(custom_message(entry))
-        elif node.type == "branch_summary" and entry.get("summary"):
-            self._items.append(branch_summary_message(entry))
+        """The messages of an entry (not a compaction) as pi's sessionEntryToContextMessages makes them."""
+        if node.type in _MESSAGE_TYPES:
+            self._items.extend(entry_messages(entry, self.warnings))
 
 
+# Entry types that contribute messages (a compaction only as the newest on the path, first).
 _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
+CONTEXT_EDIT: Final = "context_edit"
+_CONTEXT_TYPES: Final = _MESSAGE_TYPES | {CONTEXT_EDIT}  # what a context reads (settings come with the walk)
 
 
-def build_context(index: SessionIndex, leaf_id: str | None, load: LoadEntry, load_messages: LoadMessages | None = None) -> Context:
-    """pi's buildSessionContext for `leaf_id` (None: the empty context). `load_messages`, if
-    given, reads the entries that become messages all at once (see `LoadMessages`)."""
-    load_many: LoadMessages = load_messages or (lambda nodes: [load(node) for node in nodes])
+_SYSTEM_MESSAGE: Final = ("message", "system")
+
+
+def _is_system(node: Node) -> bool:
+    return node.type == "message" and node.role == "system"
+
+
+class Selection(NamedTuple):
+    """pi's buildContextEntries for a leaf: the newest compaction on the path (if any) and the
+    entries after it in context order: the kept range (without system messages, which the
+    compaction's checkpoint folds), then everything below the compaction."""
+
+    compaction: Node | None
+    compaction_entry: dict[str, Any] | None
+    nodes: list[Node]
+
+
+def select(
+    context: Context, index: SessionIndex, leaf_id: str | None, load: LoadEntry, types: frozenset[str] | None = None
+) -> Selection:
+    """The selected entries of `leaf_id`'s path (only those of `types`, if given); notes its
+    settings in `context`. O(depth) at most; with the leaf's anchors only the stretch from the
+    compaction's kept range down."""
     leaf = index.get(leaf_id) if leaf_id is not None else None
     anchors = index.anchors(leaf.seq) if leaf is not None and index.anchors_hold else None
     if leaf is not None and anchors is not None:
-        return _build_from_anchors(index, leaf, anchors, load, load_many)
-    return _build_by_walking(index, leaf_id, load, load_many)
+        return _select_from_anchors(context, index, leaf, anchors, load, types)
+    chosen = _select_by_walking(context, index, leaf_id, load)
+    if types is None:
+        return chosen
+    return chosen._replace(nodes=[node for node in chosen.nodes if node.type in types])
 
 
-def _build_from_anchors(index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry, load_many: LoadMessages) -> Context:
+def _select_from_anchors(
+    context: Context, index: SessionIndex, leaf: Node, anchors: Anchors, load: LoadEntry, types: frozenset[str] | None
+) -> Selection:
     """Walk only from the leaf back to its last compaction (and on to the first kept entry):
     the settings and the compaction come from the leaf's anchors."""
-    context = Context(leaf.id)
     thinking, model, compaction = anchors
     for setting in (thinking, model):
         if setting is not None:
             context.note_setting(setting)
-    emitted = _up_to(index, leaf.seq, -1 if compaction is None else compaction.seq)
+    after = _up_to(index, leaf.seq, -1 if compaction is None else compaction.seq)
+    entry = None
     if compaction is not None:
         entry = load(compaction)
-        context.add_summary(compaction_summary_message(entry))
-        emitted = _kept_above(index, compaction.seq, entry.get("firstKeptEntryId")) + emitted
-    _add_messages(context, [index.node(seq) for seq in emitted if index.type_of(seq) in _MESSAGE_TYPES], load_many)
-    return context
-
-
-def _add_messages(context: Context, nodes: list[Node], load_many: LoadMessages) -> None:
-    for node, found in zip(nodes, load_many(nodes), strict=True):
-        if type(found) is jsonfmt.RawJson:
-            context.add_message_text(found)
-        else:
-            context.add_message(node, found)  # type: ignore[arg-type]  # not a RawJson: the entry
+        kept = _kept_above(index, compaction.seq, entry.get("firstKeptEntryId"))
+        kinds, codes = index.kinds.values, index.kinds.codes  # (type, role) per seq
+        after = [seq for seq in kept if kinds[codes[seq]] != _SYSTEM_MESSAGE] + after
+    if types is not None:  # Nodes are made only for the entries wanted
+        type_of = index.type_of
+        after = [seq for seq in after if type_of(seq) in types]
+    return Selection(compaction, entry, [index.node(seq) for seq in after])
 
 
 def _up_to(index: SessionIndex, leaf: int, stop: int) -> list[int]:
@@ -191,9 +303,8 @@ def _kept_above(index: SessionIndex, compaction: int, first_kept_id: Any) -> lis
     return []
 
 
-def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry, load_many: LoadMessages) -> Context:
+def _select_by_walking(context: Context, index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Selection:
     """The general case (damaged trees: orphans, cycles, repeated ids): the whole path, walked safely."""
-    context = Context(leaf_id)
     path = walk_path(index, leaf_id, context.warnings)
     compaction: Node | None = None
     compaction_at = -1
@@ -202,13 +313,10 @@ def _build_by_walking(index: SessionIndex, leaf_id: str | None, load: LoadEntry,
         if node.type == "compaction":
             compaction, compaction_at = node, position
     if compaction is None:
-        emitted = path
-    else:
-        entry = load(compaction)
-        context.add_summary(compaction_summary_message(entry))
-        emitted = _kept_before(path[:compaction_at], entry.get("firstKeptEntryId")) + path[compaction_at + 1 :]
-    _add_messages(context, [node for node in emitted if node.type in _MESSAGE_TYPES], load_many)
-    return context
+        return Selection(None, None, path)
+    entry = load(compaction)
+    kept = _kept_before(path[:compaction_at], entry.get("firstKeptEntryId"))
+    return Selection(compaction, entry, [node for node in kept if not _is_system(node)] + path[compaction_at + 1 :])
 
 
 def _kept_before(before: list[Node], first_kept_id: Any) -> list[Node]:
@@ -217,6 +325,105 @@ def _kept_before(before: list[Node], first_kept_id: Any) -> list[Node]:
         if node.id == first_kept_id:
             return before[position:]
     return []
+
+
+def latest_edits(nodes: list[Node], load: LoadEntry) -> dict[str, dict[str, Any] | None]:
+    """Per target id, the replacement of the latest context_edit among `nodes` (pi: edits are
+    branch-relative and only the selected entries count). Edits with no usable replacement are skipped."""
+    edits: dict[str, dict[str, Any] | None] = {}
+    for node in nodes:
+        if node.type == CONTEXT_EDIT:
+            entry = load(node)
+            target, replacement = entry.get("targetId"), edit_replacement(entry)
+            if isinstance(target, str) and replacement is not msgspec.UNSET:
+                edits[target] = replacement
+    return edits
+
+
+def build_context(
+    index: SessionIndex, leaf_id: str | None, load: LoadEntry, load_messages: LoadMessages | None = None
+) -> Context:
+    """pi's buildSessionContext for `leaf_id` (None: the empty context). `load_messages`, if
+    given, reads the entries that become messages all at once (see `LoadMessages`)."""
+    context = Context(leaf_id)
+    return fill_context(context, select(context, index, leaf_id, load, _CONTEXT_TYPES), load, load_messages)
+
+
+def fill_context(
+    context: Context, chosen: Selection, load: LoadEntry, load_messages: LoadMessages | None = None
+) -> Context:
+    """Add the messages of the selected entries to `context`, with the latest edits applied.
+    Unedited messages stay the text they were read as (see `LoadMessages`)."""
+    load_many: LoadMessages = load_messages or (lambda nodes: [load(node) for node in nodes])
+    edits = latest_edits(chosen.nodes, load)
+    if chosen.compaction is not None and chosen.compaction_entry is not None:
+        messages = entry_messages(chosen.compaction_entry)
+        if chosen.compaction.id in edits:
+            messages = edited_messages(messages, edits[chosen.compaction.id])
+        context.add_made(messages)
+    nodes = [node for node in chosen.nodes if node.type in _MESSAGE_TYPES]
+    for node, found in zip(nodes, load_many(nodes), strict=True):
+        if isinstance(found, dict):  # the entry, decoded
+            if node.id in edits:
+                context.add_made(edited_messages(entry_messages(found, context.warnings), edits[node.id]))
+            else:
+                context.add_message(node, found)
+        elif node.id in edits:  # the message alone, as its text
+            message = {"type": "message", "id": node.id, "message": found.value}
+            context.add_made(edited_messages(entry_messages(message, context.warnings), edits[node.id]))
+        else:
+            context.add_message_text(node, found)
+    return context
+
+
+class ProjectedEntry(NamedTuple):
+    """One selected entry and the messages it contributes (pi's `buildSessionProjection().entries`)."""
+
+    node: Node
+    entry: dict[str, Any]
+    messages: list[dict[str, Any]]
+
+
+class Projection(NamedTuple):
+    """pi's buildSessionProjection for a leaf: the selected entries with their messages, and the
+    thinking level and model of the whole path."""
+
+    entries: list[ProjectedEntry]
+    thinking_level: Any
+    model: dict[str, Any] | None
+    warnings: list[FileWarning]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return [message for projected in self.entries for message in projected.messages]
+
+
+def project_entries(index: SessionIndex, leaf_id: str | None, load: LoadEntry) -> Projection:
+    """pi's buildSessionProjection: every selected entry decoded, with its (edited) messages.
+    For work that reads the entries themselves (compaction, summaries); a context for the wire is
+    `build_context`, which decodes only what becomes a message."""
+    context = Context(leaf_id)
+    chosen = select(context, index, leaf_id, load)
+    edits = latest_edits(chosen.nodes, load)
+    projected: list[ProjectedEntry] = []
+    if chosen.compaction is not None and chosen.compaction_entry is not None:
+        projected.append(_projected(chosen.compaction, chosen.compaction_entry, edits, context.warnings))
+    for node in chosen.nodes:
+        entry = load(node)
+        if node.type == "compaction":  # an older one in the kept range: its id alone was kept
+            projected.append(ProjectedEntry(node, entry, []))
+        else:
+            projected.append(_projected(node, entry, edits, context.warnings))
+    return Projection(projected, context.thinking_level, context.model, context.warnings)
+
+
+def _projected(
+    node: Node, entry: dict[str, Any], edits: dict[str, dict[str, Any] | None], warnings: list[FileWarning]
+) -> ProjectedEntry:
+    messages = entry_messages(entry, warnings)
+    if node.id in edits:
+        messages = edited_messages(messages, edits[node.id])
+    return ProjectedEntry(node, entry, messages)
 
 
 class ContextCache:
@@ -261,17 +468,21 @@ class ContextCache:
         context = self.context
         if context is None or node.parent_id != context.leaf_id or context.leaf_id is None:
             return
-        if node.type == "compaction":  # replaces history: rebuild on the next read
+        if node.type in _REBUILDS:
             self.clear()
             return
         context.note_setting(node)
-        if node.type in _MESSAGE_TYPES:
-            context.add_message(node, entry)
+        context.add_message(node, entry)
         context.leaf_id = node.id
 
     def clear(self) -> None:
         self.context = None
         self._forget_wire()
+
+
+# Appended below the cached leaf, these change messages already in the context: a compaction
+# replaces the history, a context edit rewrites or hides an earlier message.
+_REBUILDS: Final = frozenset({"compaction", CONTEXT_EDIT})
 
 
 # --------------------------------------------------------------------------- convertToLlm
@@ -306,7 +517,7 @@ def _user_text(text: str, timestamp: Any) -> dict[str, Any]:
 def _to_llm(message: dict[str, Any]) -> dict[str, Any] | None:
     role = message.get("role")
     timestamp = message.get("timestamp")
-    if role in ("user", "assistant", "toolResult"):
+    if role in ("system", "user", "assistant", "toolResult"):
         return message
     if role == "bashExecution":
         return None if message.get("excludeFromContext") else _user_text(bash_execution_text(message), timestamp)

@@ -1,4 +1,4 @@
-"""What pi feeds a summariser and appends to its answer: file operations, the serialized
+"""What pi 1.6.0 feeds a summariser and appends to its answer: file operations, the serialized
 conversation and the prompts (pi's compaction/utils.js and the prompt builders)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from typing import Any, Final
 
 import attrs
 
-from ..jsstring import js_keys, js_len, js_slice, js_sort_key, js_stringify
+from ..jsstring import js_keys, js_len, js_slice, js_sort_key, js_stringify, js_truthy
 from ..summary_types import SummaryPrompt
 from . import prompts
 from .projection import convert_to_llm
+from .system_state import content_text
 
 TOOL_RESULT_MAX_CHARS: Final = 2000
-BRANCH_SUMMARY_MAX_TOKENS: Final = 2048
 
 
 # --------------------------------------------------------------------------- file operations
@@ -44,20 +44,32 @@ class FileOps:
 
 
 def extract_file_ops(message: Any, ops: FileOps) -> None:
-    """The paths of an assistant message's `read`, `write` and `edit` tool calls."""
-    if not isinstance(message, dict) or message.get("role") != "assistant":
+    """The paths of an assistant message's `read`, `write` and `edit` tool calls, and of the
+    calls a tool result records as made from a script (`nestedCalls.calls`)."""
+    if not isinstance(message, dict):
+        return
+    if message.get("role") == "toolResult":
+        nested = message.get("nestedCalls")
+        calls = nested.get("calls") if isinstance(nested, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict):
+                _add_file_op(call.get("name"), call.get("arguments"), ops)
         return
     content = message.get("content")
-    for block in content if isinstance(content, list) else ():
-        if not isinstance(block, dict) or block.get("type") != "toolCall" or "name" not in block:
-            continue
-        args = block.get("arguments")
-        path = args.get("path") if isinstance(args, dict) else None
-        if not isinstance(path, str) or not path:
-            continue
-        target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(block["name"])
-        if target is not None:
-            ops.add(target, path)
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "toolCall" and "arguments" in block and "name" in block:
+            _add_file_op(block["name"], block["arguments"], ops)
+
+
+def _add_file_op(tool: Any, args: Any, ops: FileOps) -> None:
+    path = args.get("path") if isinstance(args, dict) else None
+    if not isinstance(path, str) or not path:
+        return
+    target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(tool) if isinstance(tool, str) else None
+    if target is not None:
+        ops.add(target, path)
 
 
 def _sorted_js(values: list[Any]) -> list[Any]:
@@ -87,65 +99,63 @@ def format_file_operations(read_files: list[Any], modified_files: list[Any]) -> 
 # --------------------------------------------------------------------------- serialization
 
 
-def _texts(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    blocks = content if isinstance(content, list) else []
-    return "".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+def slice_head(text: str, max_units: int) -> str:
+    """pi's sliceHead: the first `max_units` UTF-16 units, one fewer rather than half a surrogate pair."""
+    end = max(0, max_units)
+    units = text.encode("utf-16-le", "surrogatepass")
+    if 0 < end < len(units) // 2:
+        before = int.from_bytes(units[2 * end - 2 : 2 * end], "little")
+        after = int.from_bytes(units[2 * end : 2 * end + 2], "little")
+        if 0xD800 <= before <= 0xDBFF and 0xDC00 <= after <= 0xDFFF:
+            end -= 1
+    return js_slice(text, end)
 
 
 def _truncate(text: str, max_chars: int) -> str:
     length = js_len(text)
     if length <= max_chars:
         return text
-    return f"{js_slice(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
+    return f"{slice_head(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
 
 
 def _tool_call(block: dict[str, Any]) -> str:
     args = block.get("arguments")
     pairs = [f"{key}={js_stringify(args[key])}" for key in js_keys(args)] if isinstance(args, dict) else []
-    return f"{block.get('name')}({', '.join(pairs)})"
+    return f"{_js_template(block.get('name'))}({', '.join(pairs)})"
 
 
-def _string(value: Any) -> str:
-    """What `Array.prototype.join` makes of a missing value: nothing."""
-    return value if isinstance(value, str) else ""
+def _js_template(value: Any) -> str:
+    """`${value}` for the values a tool call's name may hold in a file."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "undefined"
+    return js_stringify(value) if isinstance(value, bool | int | float) else str(value)
 
 
 def _assistant_parts(content: Any) -> list[str]:
-    texts: list[str] = []
-    thinking: list[str] = []
-    calls: list[str] = []
-    for block in content if isinstance(content, list) else ():
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(_string(block.get("text")))
-        elif kind == "thinking":
-            thinking.append(_string(block.get("thinking")))
-        elif kind == "toolCall":
-            calls.append(_tool_call(block))
+    """Visible text and tool calls; thinking is left out (pi 1.2.0 on: a replayed reasoning
+    summary can be larger than the context it summarises)."""
+    blocks = [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+    calls = [_tool_call(block) for block in blocks if block.get("type") == "toolCall"]
     parts = []
-    if thinking:
-        parts.append("[Assistant thinking]: " + "\n".join(thinking))
-    if texts:
-        parts.append("[Assistant]: " + "\n".join(texts))
+    if any(block.get("type") == "text" for block in blocks):
+        parts.append("[Assistant]: " + content_text(blocks))
     if calls:
         parts.append("[Assistant tool calls]: " + "; ".join(calls))
     return parts
 
 
 def serialize_conversation(llm_messages: list[Any]) -> str:
-    """pi's serializeConversation: `[User]:`, `[Assistant]:`, … blocks; tool results cut at 2000 chars."""
+    """pi's serializeConversation: `[User]:`, `[Assistant]:`, … blocks; tool results cut at 2000 units."""
     parts: list[str] = []
     for message in llm_messages:
         role = message.get("role")
-        if role == "user" and (text := _texts(message.get("content"))):
+        if role == "user" and (text := content_text(message.get("content"), "")):
             parts.append(f"[User]: {text}")
         elif role == "assistant":
             parts += _assistant_parts(message.get("content"))
-        elif role == "toolResult" and (text := _texts(message.get("content"))):
+        elif role == "toolResult" and (text := content_text(message.get("content"), "")):
             parts.append(f"[Tool result]: {_truncate(text, TOOL_RESULT_MAX_CHARS)}")
     return "\n\n".join(parts)
 
@@ -153,30 +163,46 @@ def serialize_conversation(llm_messages: list[Any]) -> str:
 # --------------------------------------------------------------------------- prompts
 
 
-def _prompt(messages: list[Any], instructions: str, max_tokens: int, previous_summary: str | None = None) -> SummaryPrompt:
-    conversation = serialize_conversation(convert_to_llm(messages))
-    text = f"<conversation>\n{conversation}\n</conversation>\n\n"
-    if previous_summary:
-        text += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
-    return SummaryPrompt(prompts.SYSTEM_PROMPT, text + instructions, conversation, max_tokens)
+def _request(conversation: str, text: str, thinking_level: Any) -> SummaryPrompt:
+    """The call as pi-ai's normalizeContext shapes it: the system prompt as a leading message."""
+    messages = [
+        {"role": "system", "content": prompts.SYSTEM_PROMPT, "timestamp": 0},
+        {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0},
+    ]
+    level = thinking_level if isinstance(thinking_level, str) else None  # a file may hold anything
+    return SummaryPrompt(prompts.SYSTEM_PROMPT, text, conversation, messages, level)
+
+
+def _conversation(messages: list[Any]) -> str:
+    return serialize_conversation(convert_to_llm(messages))
 
 
 def history_prompt(
-    messages: list[Any], previous_summary: str | None, custom_instructions: str | None, reserve_tokens: int
+    messages: list[Any], previous_summary: Any, custom_instructions: str | None, thinking_level: Any = None
 ) -> SummaryPrompt:
     """pi's generateSummary: the initial prompt, or the update prompt over a previous summary."""
-    instructions = prompts.UPDATE_PROMPT if previous_summary else prompts.INITIAL_PROMPT
+    instructions = prompts.UPDATE_PROMPT if js_truthy(previous_summary) else prompts.INITIAL_PROMPT
     if custom_instructions:
         instructions += f"\n\nAdditional focus: {custom_instructions}"
-    return _prompt(messages, instructions, int(0.8 * reserve_tokens), previous_summary)
+    conversation = _conversation(messages)
+    text = f"<conversation>\n{conversation}\n</conversation>\n\n"
+    if js_truthy(previous_summary):
+        text += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
+    return _request(conversation, text + instructions, thinking_level)
 
 
-def turn_prefix_prompt(messages: list[Any], reserve_tokens: int) -> SummaryPrompt:
+def turn_prefix_prompt(messages: list[Any], custom_instructions: str | None, thinking_level: Any = None) -> SummaryPrompt:
     """pi's generateTurnPrefixSummary: the start of a turn too large to keep."""
-    return _prompt(messages, prompts.TURN_PREFIX_PROMPT, int(0.5 * reserve_tokens))
+    conversation = _conversation(messages)
+    text = f"# Conversation\n{conversation}\n\n# Instructions\n{prompts.TURN_PREFIX_PROMPT}"
+    if custom_instructions:
+        text += f"\n\nAdditional focus: {custom_instructions}"
+    return _request(conversation, text, thinking_level)
 
 
-def branch_prompt(messages: list[Any], custom_instructions: str | None, replace_instructions: bool) -> SummaryPrompt:
+def branch_prompt(
+    messages: list[Any], custom_instructions: str | None, replace_instructions: bool, thinking_level: Any = None
+) -> SummaryPrompt:
     """pi's generateBranchSummary: the branch prompt, extended or replaced by the client's instructions."""
     if replace_instructions and custom_instructions:
         instructions = custom_instructions
@@ -184,4 +210,5 @@ def branch_prompt(messages: list[Any], custom_instructions: str | None, replace_
         instructions = f"{prompts.BRANCH_SUMMARY_PROMPT}\n\nAdditional focus: {custom_instructions}"
     else:
         instructions = prompts.BRANCH_SUMMARY_PROMPT
-    return _prompt(messages, instructions, BRANCH_SUMMARY_MAX_TOKENS)
+    conversation = _conversation(messages)
+    return _request(conversation, f"<conversation>\n{conversation}\n</conversation>\n\n{instructions}", thinking_level)
