@@ -4,7 +4,7 @@
 // CASES.json: [{file, leaves: [id], settings: [{enabled, reserveTokens, keepRecentTokens}],
 //               windows: [n], customInstructions, branches: [{from, to, contextWindow,
 //               reserveTokens, customInstructions, replaceInstructions}]}]
-// stdout: one JSON document, per case {leaves: [...], branches: [...]}.
+// stdout: one JSON line per case, {file, leaves: [...], branches: [...]}.
 //
 // The functions are imported by file path (the package root does not export them all). The
 // model is a stand-in registered with pi-ai: it records each request (pi sends the system prompt
@@ -44,8 +44,10 @@ function usageFor(prompt) {
 function capture(model, context, options) {
   const [system, user, ...rest] = context.messages;
   const prompt = user.content[0].text;
-  // The user message's timestamp is the time of the call: 0 here, as the daemon sends it.
-  const messages = [system, { ...user, timestamp: 0 }, ...rest];
+  // The user message's timestamp is the time of the call: 0 here, as the daemon sends it. Its
+  // text is the prompt, recorded once (as "<prompt>" here).
+  const userText = { ...user, content: [{ ...user.content[0], text: "<prompt>" }, ...user.content.slice(1)] };
+  const messages = [system, { ...userText, timestamp: 0 }, ...rest];
   calls.push({
     systemPrompt: system.role === "system" ? system.content : null,
     prompt,
@@ -198,8 +200,8 @@ async function branchResult(sm, twin, branch) {
   };
 }
 
+// One line per case: a single document for many sessions would pass V8's longest string.
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const results = [];
 for (const testCase of cases) {
   const sm = SessionManager.open(testCase.file);
   const twin = twinOf(sm);
@@ -207,6 +209,6 @@ for (const testCase of cases) {
   for (const leaf of testCase.leaves) leaves.push(await leafResult(sm, twin, leaf, testCase));
   const branches = [];
   for (const branch of testCase.branches) branches.push(await branchResult(sm, twin, branch));
-  results.push({ file: testCase.file, leaves, branches });
+  const line = `${JSON.stringify({ file: testCase.file, leaves, branches })}\n`;
+  if (!process.stdout.write(line)) await new Promise((resolve) => process.stdout.once("drain", resolve));
 }
-process.stdout.write(JSON.stringify(results));

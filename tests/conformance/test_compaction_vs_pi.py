@@ -73,10 +73,13 @@ def call_of(prompt: p.SummaryPrompt) -> dict[str, Any]:
     """One request as the stand-in recorded it: pi passes the thinking level as `reasoning` to a
     reasoning model unless it is "off", sets no output cap and no `systemPrompt` field."""
     level = prompt.thinking_level
+    system, user = prompt.messages
+    if user["content"] == [{"type": "text", "text": prompt.prompt}]:  # recorded once, as the prompt
+        user = {**user, "content": [{"type": "text", "text": "<prompt>"}]}
     return {
         "systemPrompt": prompt.system_prompt,
         "prompt": prompt.prompt,
-        "messages": prompt.messages,
+        "messages": [system, user],
         "reasoning": level if level and level != "off" else None,
         "maxTokens": None,
         "hasSystemPromptField": False,
@@ -164,7 +167,7 @@ def pi_results(cases: list[Case], tmp_path_factory: pytest.TempPathFactory, node
     script.write_bytes(js_json(request))
     proc = subprocess.run([node, str(HELPER), str(script)], capture_output=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    return json.loads(proc.stdout)
+    return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
 @pytest.fixture(scope="module")
