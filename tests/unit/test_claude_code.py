@@ -52,7 +52,7 @@ def _ids(source: Source) -> str:
 # Discovery -----------------------------------------------------------------------------------------
 
 
-def test_discover_finds_every_session_and_the_sub_agent_under_its_parent() -> None:
+def test_discover_finds_every_session_and_sub_agents_and_branches_name_their_parents() -> None:
     main = {source.session_id for source in SOURCES if source.path.parent == PROJECT}
     assert main == {scenario["id"] for scenario in MANIFEST.values()}
     (sub,) = [source for source in SOURCES if source.path.parent.name == "subagents"]
@@ -65,7 +65,12 @@ def test_discover_finds_every_session_and_the_sub_agent_under_its_parent() -> No
         (PROJECT / f"{MANIFEST['subagent']['id']}.jsonl",),
     )
     assert "parentSession" not in translation.header
-    assert all(_translate(source).parent is None for source in SOURCES if source is not sub)
+    branch = PROJECT / f"{MANIFEST['interactive']['id']}.jsonl"
+    parents = {source.session_id: _translate(source).parent for source in SOURCES if source is not sub}
+    assert parents.pop(MANIFEST["branch_command"]["id"]) == Source(
+        "claude-code", branch, MANIFEST["interactive"]["id"], (branch,)
+    )
+    assert set(parents.values()) == {None}
 
 
 def test_discover_takes_the_config_folder_too() -> None:
@@ -457,3 +462,101 @@ def test_timestamps_are_pi_s() -> None:
         assert len(entry["timestamp"]) == 24 and entry["timestamp"].endswith("Z")
         if entry["type"] == "message":
             assert isinstance(entry["message"]["timestamp"], int)
+
+
+def _results_line(uuid: str, parent: str, blocks: list[dict[str, Any]], second: int, **extra: Any) -> dict[str, Any]:
+    line = _user(uuid, parent, "", second)
+    line["message"]["content"] = blocks
+    return {**line, **extra}
+
+
+def test_parallel_tool_results_and_text_in_one_line_are_chained_messages() -> None:
+    calls = [
+        _assistant("a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}, "tool_use", 2),
+        _assistant("a2", "a1", "m1", {"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}, "tool_use", 2),
+    ]
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}
+    results = [
+        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "one"}, image]},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "two", "is_error": True},
+        {"type": "text", "text": "and a remark"},
+    ]
+    data = _file(_user("u1", None, "q", 1), *calls, _results_line("r1", "a2", results, 3, toolUseResult={"x": 1}))
+    entries = _translate_bytes(data).entries
+    assert [(e["id"], e["parentId"], e["message"]["role"]) for e in entries] == [
+        ("u1", None, "user"),
+        ("a2", "u1", "assistant"),
+        ("r1:0", "a2", "toolResult"),
+        ("r1:1", "r1:0", "toolResult"),
+        ("r1", "r1:1", "user"),
+    ]
+    first, second, remark = (e["message"] for e in entries[2:])
+    assert (first["toolName"], first["isError"], second["toolName"], second["isError"]) == ("Read", False, "Bash", True)
+    assert first["content"] == [
+        {"type": "text", "text": "one"},
+        {"type": "image", "data": "AAA", "mimeType": "image/png"},
+    ]
+    assert "details" not in first  # one structured result for several calls: it belongs to none of them alone
+    assert remark["content"] == [{"type": "text", "text": "and a remark"}]
+
+
+def test_a_tool_use_response_waits_for_the_next_line() -> None:
+    head = _file(
+        _user("u1", None, "q", 1),
+        _assistant("a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}, "tool_use", 2),
+    )
+    assert [e["id"] for e in _translate_bytes(head).entries] == ["u1"]
+    more = head + _file(
+        _assistant("a2", "a1", "m1", {"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}, "tool_use", 2)
+    )
+    assert [e["id"] for e in _translate_bytes(more).entries] == ["u1"]
+    done = more + _file({"type": "last-prompt", "leafUuid": "a2"})
+    (response,) = [e for e in _translate_bytes(done).entries if e["id"] == "a2"]
+    assert [b["id"] for b in response["message"]["content"]] == ["t1", "t2"]
+    assert response["message"]["usage"]["totalTokens"] == 15
+    assert response["message"]["stopReason"] == "toolUse"
+
+
+def _boundary(uuid: str, logical: str, head: str) -> dict[str, Any]:
+    metadata = {
+        "trigger": "auto",
+        "preTokens": 900,
+        "preservedSegment": {"headUuid": head, "anchorUuid": "s1", "tailUuid": head},
+    }
+    return {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": uuid,
+        "parentUuid": None,
+        "logicalParentUuid": logical,
+        "timestamp": "2026-01-01T00:00:05.000Z",
+        "compactMetadata": metadata,
+    }
+
+
+def test_a_compaction_whose_summarised_leaf_is_not_in_the_file_is_a_root() -> None:
+    summary = {**_user("s1", "b1", "Summary: all of it", 6), "isCompactSummary": True}
+    data = _file(_boundary("b1", "elsewhere", "gone"), summary, _user("u1", "s1", "next", 7))
+    translation = _translate_bytes(data)
+    (compaction, after) = translation.entries
+    assert (compaction["type"], compaction["id"], compaction["parentId"]) == ("compaction", "s1", None)
+    assert compaction["firstKeptEntryId"] == "gone"
+    assert compaction["tokensBefore"] == 900
+    assert after["parentId"] == "s1"
+    assert [m["role"] for m in _context(translation)] == ["compactionSummary", "user"]
+
+
+def test_a_compaction_waits_for_its_summary() -> None:
+    head = _file(_user("u0", None, "q", 1), _boundary("b1", "u0", "u0"))
+    assert [e["id"] for e in _translate_bytes(head).entries] == ["u0"]
+    summary = {**_user("s1", "b1", "Summary", 6), "isCompactSummary": True}
+    (_, compaction) = _translate_bytes(head + _file(summary)).entries
+    assert (compaction["id"], compaction["parentId"], compaction["firstKeptEntryId"]) == ("s1", "u0", "u0")
+
+
+def test_an_api_error_and_a_synthetic_message_are_whole_at_once() -> None:
+    error = _assistant("a1", "u1", "m1", {"type": "text", "text": "API Error: 500"}, None, 2)
+    error["isApiErrorMessage"] = True
+    entries = _translate_bytes(_file(_user("u1", None, "q", 1), error)).entries
+    assert entries[-1]["message"]["stopReason"] == "error"
+    assert entries[-1]["message"]["errorMessage"] == "API Error: 500"

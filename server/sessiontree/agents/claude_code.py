@@ -19,6 +19,7 @@ the conversation's path nor branch it; custom-title becomes `session_info`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +45,7 @@ METADATA_KINDS = frozenset(
     }
 )  # fmt: skip
 EPOCH = "1970-01-01T00:00:00.000Z"
+_SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")  # a file name of the folder, nothing more
 
 
 class ClaudeCodeTranslator:
@@ -81,7 +83,7 @@ class ClaudeCodeTranslator:
             leaf_id=reader.leaf([line for _, line in lines]),
             provenance=provenance,
             unknown_kinds=dict(reader.unknown_kinds),
-            parent=_parent_of(source),
+            parent=_parent_of(source, [line for _, line in lines]),
         )
 
 
@@ -93,19 +95,25 @@ def _subagent_source(path: Path) -> Source:
     return Source(AGENT, path, path.stem.removeprefix("agent-"), (path,))
 
 
-def _parent_of(source: Source) -> Source | None:
-    """A sub-agent's session: `<slug>/<sessionId>/subagents/agent-<id>.jsonl` runs under `<slug>/<sessionId>.jsonl`."""
-    if source.path.parent.name != "subagents" or not source.path.name.startswith("agent-"):
-        return None
-    session_dir = source.path.parent.parent
-    return _main_source(session_dir.parent / f"{session_dir.name}.jsonl")
+def _parent_of(source: Source, lines: list[dict[str, Any]]) -> Source | None:
+    """A sub-agent's session: `<slug>/<sessionId>/subagents/agent-<id>.jsonl` runs under `<slug>/<sessionId>.jsonl`.
+    A `/branch` copy names the session it was copied from in each copied line's `forkedFrom`."""
+    if source.path.parent.name == "subagents" and source.path.name.startswith("agent-"):
+        session_dir = source.path.parent.parent
+        return _main_source(session_dir.parent / f"{session_dir.name}.jsonl")
+    for line in lines:
+        forked = line.get("forkedFrom")
+        session_id = forked.get("sessionId") if isinstance(forked, dict) else None
+        if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) and session_id != source.session_id:
+            return _main_source(source.path.parent / f"{session_id}.jsonl")
+    return None
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each whole line (1-based number, value); a line still being written (no newline yet) is not read.
     A line that is not a JSON object is kept as `{"type": "<unreadable>", "text": …}`."""
     whole = data[: data.rfind(b"\n") + 1]
-    for number, raw in enumerate(whole.splitlines(), 1):
+    for number, raw in enumerate(whole.split(b"\n")[:-1], 1):
         if not raw.strip():
             continue
         try:
