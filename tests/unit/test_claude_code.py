@@ -560,3 +560,11 @@ def test_an_api_error_and_a_synthetic_message_are_whole_at_once() -> None:
     entries = _translate_bytes(_file(_user("u1", None, "q", 1), error)).entries
     assert entries[-1]["message"]["stopReason"] == "error"
     assert entries[-1]["message"]["errorMessage"] == "API Error: 500"
+
+
+def test_a_node_written_twice_is_kept_once_in_the_tree() -> None:
+    data = _file(_user("u1", None, "q", 1), _user("u1", None, "q again", 2), _user("u2", "u1", "next", 3))
+    entries = _translate_bytes(data).entries
+    assert [(e["id"], e["parentId"]) for e in entries] == [("u1", None), ("claude-code-line-2", None), ("u2", "u1")]
+    assert entries[1]["customType"] == "claude-code/duplicate"
+    assert entries[1]["data"]["message"]["content"] == "q again"

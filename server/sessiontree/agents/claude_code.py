@@ -171,14 +171,14 @@ class _Reader:
     # Reading -------------------------------------------------------------------------------------
 
     def feed(self, number: int, line: dict[str, Any]) -> None:
-        kind = line["type"]
-        if kind == "assistant" and isinstance(line.get("uuid"), str):
+        kind, uuid = line["type"], line.get("uuid")
+        if kind == "assistant" and isinstance(uuid, str) and uuid not in self._seen:
             self._feed_assistant(line)
         else:
             self._close_group()
-            if isinstance(line.get("uuid"), str):
+            if isinstance(uuid, str) and uuid not in self._seen:
                 self._feed_tree_line(line)
-            else:
+            else:  # metadata, or a node written twice: kept, off the tree
                 self._feed_metadata(number, line)
         self._last_time = shapes.iso(line.get("timestamp")) or self._last_time
         self._flush_untimed()
@@ -246,6 +246,8 @@ class _Reader:
                 for waiting in self._waiting.pop(uuid, []):
                     if uuid in self._ids or self._branch_off_middle(uuid):
                         ready.append(waiting)
+                    else:
+                        self._waiting.setdefault(uuid, []).append(waiting)
 
     def _branch_off_middle(self, uuid: str) -> bool:
         """Something hangs off a middle line of a response already written whole: write the response
@@ -356,7 +358,7 @@ class _Reader:
 
     def _feed_metadata(self, number: int, line: dict[str, Any]) -> None:
         kind = line["type"]
-        if kind not in METADATA_KINDS:
+        if kind not in METADATA_KINDS and "uuid" not in line:
             self._count_unknown(kind)
         self._untimed.append((number, line))
 
@@ -448,7 +450,7 @@ def _metadata_entry(entry_id: str, parent_id: str | None, time: str, line: dict[
     title = line.get("customTitle")
     if kind == "custom-title" and isinstance(title, str):
         return {"type": "session_info", "id": entry_id, "parentId": parent_id, "timestamp": time, "name": title}
-    name = kind if kind in METADATA_KINDS else f"unknown:{kind}"
+    name = "duplicate" if "uuid" in line else kind if kind in METADATA_KINDS else f"unknown:{kind}"
     return {
         "type": "custom",
         "id": entry_id,
