@@ -22,6 +22,9 @@ MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["sessions"]
 LINEAR = MANIFEST["linear"]["id"]
 TRANSLATOR = ClaudeCodeTranslator()
 SOURCES = TRANSLATOR.discover(CORPUS / "projects")
+# A real file written out of order (formats.md §1.5): the first response before its prompt.
+RACE = TRANSLATOR.discover(CORPUS / "tui-race" / "projects")
+EVERY = [*SOURCES, *RACE]
 
 
 def _translate_bytes(data: bytes, path: Path = PROJECT / "s.jsonl") -> Translation:
@@ -114,7 +117,7 @@ def _out_of_order(path: Path) -> bytes:
 
 
 def _cases() -> list[tuple[str, bytes]]:
-    cases = [(_ids(source), source.path.read_bytes()) for source in SOURCES]
+    cases = [(_ids(source), source.path.read_bytes()) for source in EVERY]
     cases.append(("out-of-order", _out_of_order(PROJECT / f"{MANIFEST['interactive']['id']}.jsonl")))
     return cases
 
@@ -260,10 +263,12 @@ LEAVES = {
     MANIFEST["interactive"]["id"]: "b4bb7be7-39d3-4576-9c2c-faa49acc36b4",
     MANIFEST["branch_command"]["id"]: "21ef305a-c937-4d89-8f92-e87cf00f9ba7",
     "a1fb582ff6170e528": "44690abe-31ee-48dc-80d4-2b851c404958",
+    # The stale last-prompt at line 2 names the first response; the last entry descends from it.
+    "7aa98973-acee-445d-b1b8-5e6ee75ea1d3": "f28a7dba-bbf4-494f-99b0-41ae121c62b7",
 }
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=_ids)
+@pytest.mark.parametrize("source", EVERY, ids=_ids)
 def test_the_context_is_what_claude_code_sent_in_its_order(source: Source) -> None:
     translation = _translate(source)
     raw = _raw(source.path)
@@ -276,7 +281,7 @@ def test_the_context_is_what_claude_code_sent_in_its_order(source: Source) -> No
     assert pi_tokens == _tokens(_once_per_response(path))
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=_ids)
+@pytest.mark.parametrize("source", EVERY, ids=_ids)
 def test_every_response_is_one_assistant_message_with_its_usage_once(source: Source) -> None:
     translation = _translate(source)
     raw = _raw(source.path)
@@ -287,7 +292,7 @@ def test_every_response_is_one_assistant_message_with_its_usage_once(source: Sou
     assert sum(r["message"]["usage"]["totalTokens"] for r in responses) == _tokens(_once_per_response(raw))
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=_ids)
+@pytest.mark.parametrize("source", EVERY, ids=_ids)
 def test_no_line_is_dropped(source: Source) -> None:
     """Every tree line is an entry (a response's lines: one), every metadata line a custom or session_info."""
     translation = _translate(source)
@@ -568,3 +573,18 @@ def test_a_node_written_twice_is_kept_once_in_the_tree() -> None:
     assert [(e["id"], e["parentId"]) for e in entries] == [("u1", None), ("claude-code-line-2", None), ("u2", "u1")]
     assert entries[1]["customType"] == "claude-code/duplicate"
     assert entries[1]["data"]["message"]["content"] == "q again"
+
+
+def test_the_real_out_of_order_file_is_the_same_tree_as_an_ordered_one() -> None:
+    (source,) = RACE
+    translation = _translate(source)
+    by_id = {e["id"]: e for e in translation.entries}
+    first_response = "518cf7b6-5ac7-416c-b739-2b21ea7f232c"
+    assert by_id[first_response]["parentId"] == "9e4daa36-b4f7-43a3-bef0-40db7b7f8fd6"
+    written = [e["id"] for e in translation.entries]
+    assert written.index(first_response) > written.index("9e4daa36-b4f7-43a3-bef0-40db7b7f8fd6")
+    texts = [item for item in _pi_items(_context(translation)) if item[0] == "user"]
+    assert texts == [
+        ("user", "Interactive: USE_WRITE:/home/user/project/inter.txt"),
+        ("user", "Edited second message on a new branch"),
+    ]
