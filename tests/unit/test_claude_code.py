@@ -370,8 +370,11 @@ def test_meta_lines_attachments_and_metadata() -> None:
 
 def test_custom_title_is_the_session_name() -> None:
     (source,) = [s for s in SOURCES if s.session_id == MANIFEST["subagent"]["id"]]
-    infos = [e for e in _translate(source).entries if e["type"] == "session_info"]
+    translation = _translate(source)
+    infos = [e for e in translation.entries if e["type"] == "session_info"]
     assert [e["name"] for e in infos] == ["agent demo"]
+    data = line(translation.header) + b"".join(line(entry) for entry in translation.entries)
+    assert Session.load(MemoryStorage(data)).index.name == "agent demo"
 
 
 def _assistant(

@@ -18,13 +18,13 @@ the conversation's path nor branch it; custom-title becomes `session_info`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import msgspec
 
 from . import AgentName, Provenance, ReadFile, Source, Translation
 from . import claude_code_shapes as shapes
@@ -117,8 +117,8 @@ def _lines(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
-        except ValueError:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
             value = None
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
             value = {"type": "<unreadable>", "text": raw.decode("utf-8", "replace")}

@@ -5,6 +5,7 @@ Pure functions of the lines they are given; the order and the tree are `claude_c
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,10 +35,15 @@ _COMMAND_PREFIXES = (
 )
 
 
+_PI_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
 def iso(value: Any) -> str | None:
     """An ISO time as pi writes it (milliseconds, `Z`), or None when it is not one."""
     if not isinstance(value, str):
         return None
+    if _PI_TIME.fullmatch(value):  # what Claude Code writes already
+        return value
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
