@@ -591,3 +591,17 @@ def test_the_real_out_of_order_file_is_the_same_tree_as_an_ordered_one() -> None
         ("user", "Interactive: USE_WRITE:/home/user/project/inter.txt"),
         ("user", "Edited second message on a new branch"),
     ]
+
+
+def test_a_line_without_a_usable_uuid_is_kept_off_the_tree_as_unknown() -> None:
+    data = _file(_user("u1", None, "q", 1), {"type": "user", "uuid": 5, "message": {"content": "odd"}})
+    translation = _translate_bytes(data)
+    assert translation.unknown_kinds == {"user": 1}
+    assert translation.entries[-1]["customType"] == "claude-code/unknown:user"
+
+
+def test_tool_results_stay_tool_results_on_a_meta_line() -> None:
+    call = _assistant("a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}, "tool_use", 2)
+    result = _results_line("r1", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}], 3, isMeta=True)
+    entries = _translate_bytes(_file(_user("u1", None, "q", 1), call, result)).entries
+    assert entries[-1]["message"]["role"] == "toolResult"

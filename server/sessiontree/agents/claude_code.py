@@ -166,7 +166,7 @@ class _Reader:
         self._tool_names: dict[str, str] = {}
         self._last_time: str | None = None
         self._metadata_parent: str | None = None
-        self._untimed: list[tuple[int, dict[str, Any]]] = []  # metadata read before any time
+        self._untimed: list[tuple[int, dict[str, Any], str]] = []  # (line number, line, custom name) until a time
 
     # Reading -------------------------------------------------------------------------------------
 
@@ -178,7 +178,9 @@ class _Reader:
             self._close_group()
             if isinstance(uuid, str) and uuid not in self._seen:
                 self._feed_tree_line(line)
-            else:  # metadata, or a node written twice: kept, off the tree
+            elif isinstance(uuid, str):  # a node written twice: the copy kept, off the tree
+                self._untimed.append((number, line, "duplicate"))
+            else:
                 self._feed_metadata(number, line)
         self._last_time = shapes.iso(line.get("timestamp")) or self._last_time
         self._flush_untimed()
@@ -327,7 +329,7 @@ class _Reader:
     def _user_entries(self, line: dict[str, Any], parent_id: str | None) -> list[dict[str, Any]]:
         uuid, time = line["uuid"], _time_of(line)
         stamp = shapes.ms(time)
-        if shapes.is_meta(line):
+        if shapes.is_meta(line) and not shapes.tool_results(line):
             message_entry = _entry("custom_message", uuid, parent_id, line)
             content = shapes.user_content(shapes.message_of(line).get("content"))
             message_entry.update(customType=CUSTOM_PREFIX + "meta", content=content, display=False)
@@ -358,18 +360,18 @@ class _Reader:
 
     def _feed_metadata(self, number: int, line: dict[str, Any]) -> None:
         kind = line["type"]
-        if kind not in METADATA_KINDS and "uuid" not in line:
+        if kind not in METADATA_KINDS:
             self._count_unknown(kind)
-        self._untimed.append((number, line))
+        self._untimed.append((number, line, kind if kind in METADATA_KINDS else f"unknown:{kind}"))
 
     def _flush_untimed(self) -> None:
         """Write metadata lines once a time is known for them (their own, or the last line's before)."""
         if self._last_time is None:
             return
-        for number, line in self._untimed:
+        for number, line, name in self._untimed:
             entry_id = f"claude-code-line-{number}"
             time = shapes.iso(line.get("timestamp")) or self._last_time
-            self._append(_metadata_entry(entry_id, self._metadata_parent, time, line))
+            self._append(_metadata_entry(entry_id, self._metadata_parent, time, line, name))
             self._metadata_parent = entry_id
         self._untimed.clear()
 
@@ -445,12 +447,11 @@ def _custom(entry_id: str, parent_id: str | None, line: dict[str, Any], name: st
     return entry
 
 
-def _metadata_entry(entry_id: str, parent_id: str | None, time: str, line: dict[str, Any]) -> dict[str, Any]:
+def _metadata_entry(entry_id: str, parent_id: str | None, time: str, line: dict[str, Any], name: str) -> dict[str, Any]:
     kind = line["type"]
     title = line.get("customTitle")
     if kind == "custom-title" and isinstance(title, str):
         return {"type": "session_info", "id": entry_id, "parentId": parent_id, "timestamp": time, "name": title}
-    name = "duplicate" if "uuid" in line else kind if kind in METADATA_KINDS else f"unknown:{kind}"
     return {
         "type": "custom",
         "id": entry_id,
