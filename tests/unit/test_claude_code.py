@@ -605,3 +605,17 @@ def test_tool_results_stay_tool_results_on_a_meta_line() -> None:
     result = _results_line("r1", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}], 3, isMeta=True)
     entries = _translate_bytes(_file(_user("u1", None, "q", 1), call, result)).entries
     assert entries[-1]["message"]["role"] == "toolResult"
+
+
+def test_a_refusal_and_redacted_thinking_are_kept_as_pi_ai_keeps_them() -> None:
+    redacted = _assistant("a1", "u1", "m1", {"type": "redacted_thinking", "data": "opaque"}, "refusal", 2)
+    text = _assistant("a2", "a1", "m1", {"type": "text", "text": "no"}, "refusal", 2)
+    response = _translate_bytes(_file(_user("u1", None, "q", 1), redacted, text)).entries[-1]["message"]
+    assert response["content"][0] == {
+        "type": "thinking",
+        "thinking": "[Reasoning redacted]",
+        "thinkingSignature": "opaque",
+        "redacted": True,
+    }
+    assert (response["stopReason"], response["rawStopReason"], response["responseId"]) == ("error", "refusal", "m1")
+    assert response["errorMessage"] == "The model refused to complete the request"

@@ -21,6 +21,12 @@ _STOP_REASONS = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "refusal": "error",
+    "sensitive": "error",
+}
+# pi-ai's words for the stop reasons that are errors without a message of their own.
+_STOP_ERRORS = {
+    "refusal": "The model refused to complete the request",
+    "sensitive": "Provider stopped with: sensitive",
 }
 # A response with one of these reasons has no block after its final text one.
 ENDED_REASONS = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "model_context_window_exceeded"})
@@ -98,6 +104,13 @@ def assistant_block(block: Any) -> dict[str, Any]:
             "name": block.get("name", ""),
             "arguments": block.get("input", {}),
         }
+    if kind == "redacted_thinking":  # as pi-ai keeps it, to be passed back as it came
+        return {
+            "type": "thinking",
+            "thinking": "[Reasoning redacted]",
+            "thinkingSignature": block.get("data", ""),
+            "redacted": True,
+        }
     if kind == "thinking":
         return {
             "type": "thinking",
@@ -146,6 +159,7 @@ def assistant_message(lines: list[dict[str, Any]]) -> dict[str, Any]:
     """One pi assistant message from the lines of one response (one line per content block, each
     carrying the whole response's usage: taken once, from the last)."""
     last = lines[-1]
+    raw = message_of(last)
     content = [assistant_block(block) for line in lines for block in blocks_of(line)]
     message: dict[str, Any] = {
         "role": "assistant",
@@ -157,9 +171,23 @@ def assistant_message(lines: list[dict[str, Any]]) -> dict[str, Any]:
         "stopReason": stop_reason(last),
         "timestamp": ms(iso(lines[0].get("timestamp")) or "1970-01-01T00:00:00.000Z"),
     }
+    if isinstance(raw.get("id"), str) and raw.get("model") != "<synthetic>":
+        message["responseId"] = raw["id"]
+    if isinstance(raw.get("stop_reason"), str):
+        message["rawStopReason"] = raw["stop_reason"]
     if message["stopReason"] == "error":
-        message["errorMessage"] = "\n".join(b["text"] for b in content if b.get("type") == "text")
+        message["errorMessage"] = _error_message(last, content)
     return message
+
+
+def _error_message(line: dict[str, Any], content: list[dict[str, Any]]) -> str:
+    """An API error line's text; a refusal's explanation as pi-ai gives it."""
+    if line.get("isApiErrorMessage") is True:
+        return "\n".join(b["text"] for b in content if b.get("type") == "text")
+    reason = str(message_of(line).get("stop_reason"))
+    details = message_of(line).get("stop_details")
+    explanation = details.get("explanation") if isinstance(details, dict) else None
+    return explanation if isinstance(explanation, str) and explanation else _STOP_ERRORS.get(reason, reason)
 
 
 def response_ended(lines: list[dict[str, Any]]) -> bool:
