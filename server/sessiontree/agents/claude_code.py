@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 import msgspec
@@ -148,7 +148,7 @@ class _Unit:
 
     parent_uuid: str | None
     lines: list[dict[str, Any]]
-    kind: str  # "line" | "response" | "compaction"
+    kind: Literal["line", "response", "compaction"]
 
 
 class _Reader:
