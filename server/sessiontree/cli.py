@@ -346,9 +346,9 @@ def _show_tree(service: Any, session_id: str, args: argparse.Namespace, leaf: st
     import shutil
 
     size = shutil.get_terminal_size()
-    rows = folded_rows(service, session_id, unfold=args.all)
-    if not args.all and terminal_tree.entries_in(rows) <= size.lines:  # it all fits: nothing to fold
-        rows = folded_rows(service, session_id, unfold=True)
+    rows = folded_rows(service, session_id)
+    if args.all or terminal_tree.entries_in(rows) <= size.lines:  # asked, or it all fits: nothing folded
+        rows = unfolded(service, session_id, rows)
     if leaf is not None:
         rows = as_leaf(service, session_id, rows, leaf)
     width = size.columns if args.width is None else args.width or None
@@ -357,6 +357,8 @@ def _show_tree(service: Any, session_id: str, args: argparse.Namespace, leaf: st
     lines = terminal_tree.lines(items, width, color=page and "NO_COLOR" not in os.environ, target=leaf)
     if args.limit is not None and len(items) > args.limit:
         lines = _limited(lines, args.limit, len(items))
+    if not items:
+        lines = iter(["(no entries yet)"])
     show_lines(lines, page=page)
     return 0
 
@@ -367,8 +369,8 @@ def _limited(lines: Iterator[str], limit: int, total: int) -> Iterator[str]:
     yield f"… {total - limit:,} more lines (--limit {limit})"
 
 
-def folded_rows(service: Any, session_id: str, unfold: bool, run: str | None = None) -> list[Any]:
-    """Every row of `session/treeView`, page by page; with `unfold`, each run's entries instead of it."""
+def folded_rows(service: Any, session_id: str, run: str | None = None) -> list[Any]:
+    """Every row of `session/treeView`, page by page (with `run`: the entries of that run row)."""
     from .protocol import TreeViewParams
 
     rows: list[Any] = []
@@ -377,9 +379,12 @@ def folded_rows(service: Any, session_id: str, unfold: bool, run: str | None = N
         rows.extend(page.rows)
         if not page.rows or len(rows) >= page.total:
             break
-    if not unfold:
-        return rows
-    return [entry for row in rows for entry in (folded_rows(service, session_id, False, row.id) if row.run else [row])]
+    return rows
+
+
+def unfolded(service: Any, session_id: str, rows: list[Any]) -> list[Any]:
+    """The rows with each run row replaced by its entries."""
+    return [entry for row in rows for entry in (folded_rows(service, session_id, row.id) if row.run else [row])]
 
 
 def as_leaf(service: Any, session_id: str, rows: list[Any], leaf: str) -> list[Any]:

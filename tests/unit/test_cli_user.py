@@ -133,6 +133,25 @@ def test_ctrl_c_is_one_line_and_status_130(setup: Setup) -> None:
     assert (done.returncode, done.stderr) == (130, "sessiontree: interrupted\n")
 
 
+def test_a_file_the_system_refuses_is_named(setup: Setup) -> None:
+    """Any OSError on the way (here: reading the tree) names the file and the system's reason."""
+    code = (
+        "import sys\nfrom sessiontree import cli\n"
+        "def refused(*args, **kwargs):\n    raise PermissionError(13, 'Permission denied', '/s/x.jsonl')\n"
+        "cli.folded_rows = refused\n"
+        "raise SystemExit(cli.main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, "tree", str(setup.session)],
+                          capture_output=True, text=True, timeout=TIMEOUT, env=setup.env)
+    assert (done.returncode, done.stderr) == (1, "sessiontree: /s/x.jsonl: Permission denied\n")
+
+
+def test_an_empty_session_says_so(setup: Setup) -> None:
+    setup.session.write_bytes(setup.session.read_bytes().splitlines(keepends=True)[0])
+    done = sessiontree(setup, "tree", str(setup.session))
+    assert (done.returncode, done.stdout) == (0, "(no entries yet)\n")
+
+
 def test_an_export_that_cannot_be_written_loses_nothing(setup: Setup) -> None:
     before = setup.session.read_bytes()
     done = sessiontree(setup, "export", str(setup.session), "--format", "html", "-o", str(setup.tmp / "x" / "y.html"))
