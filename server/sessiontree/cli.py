@@ -354,7 +354,7 @@ def _show_tree(service: Any, session_id: str, args: argparse.Namespace, leaf: st
     width = size.columns if args.width is None else args.width or None
     page = _pages(args)
     items = terminal_tree.items_of(rows, args.depth)
-    lines = terminal_tree.lines(items, width, color=page and "NO_COLOR" not in os.environ, target=leaf)
+    lines = terminal_tree.lines(items, width, target=leaf)
     if args.limit is not None and len(items) > args.limit:
         lines = _limited(lines, args.limit, len(items))
     if not items:
@@ -401,6 +401,8 @@ def as_leaf(service: Any, session_id: str, rows: list[Any], leaf: str) -> list[A
         return rows
     if row.run is not None:
         parts = _split_run(service, session_id, row, leaf)
+        if not any(part.id == leaf for part in parts):
+            return rows
         rows = [*rows[:at], *parts, *rows[at + 1 :]]
         at += next(n for n, part in enumerate(parts) if part.id == leaf)
     items = terminal_tree.items_of(rows)
@@ -427,7 +429,9 @@ def _split_run(service: Any, session_id: str, run: Any, leaf: str) -> list[Any]:
         entries.extend(page.rows)
         if not page.rows or len(entries) >= page.total:
             break
-    at = next(n for n, entry in enumerate(entries) if entry.id == leaf)
+    at = next((n for n, entry in enumerate(entries) if entry.id == leaf), None)
+    if at is None:  # not in this run after all (the file changed meanwhile): the run as it was
+        return [run]
     count = run.run.count
 
     def fold(first: Any, size: int, last_id: str) -> Any:

@@ -30,7 +30,7 @@ def pager_command() -> str | None:
 
 def show_lines(lines: Iterator[str], page: bool) -> None:
     """The lines on stdout; with `page`, through the pager (less: -F quits when they fit one screen,
-    -R shows the bold of the leaf's path, -X leaves them on the screen), unless none is found."""
+    -R passes colours through, -X leaves the lines on the screen), unless none is found."""
     command = pager_command() if page else None
     if command is None:
         print_lines(lines)

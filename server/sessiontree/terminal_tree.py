@@ -23,7 +23,6 @@ _FIRST, _LAST, _PIPE, _BLANK = "├─ ", "└─ ", "│  ", "   "
 _MAX_BARS: Final = 12  # vertical bars drawn at most, in the compact layout
 # A preview must not move the cursor or colour the terminal; a lone surrogate (kept from JavaScript) cannot be printed.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_BOLD, _PLAIN = "\x1b[1m", "\x1b[0m"
 
 
 class Item:
@@ -83,12 +82,7 @@ def _later_siblings(items: list[Item]) -> list[bool]:
     return later
 
 
-def lines(
-    items: list[Item],
-    width: int | None,
-    color: bool = False,
-    target: str | None = None,
-) -> Iterator[str]:
+def lines(items: list[Item], width: int | None, target: str | None = None) -> Iterator[str]:
     """The lines, each cut to `width` columns (None: uncut). `target` is an entry named on the
     command line, marked where it is (the leaf is always marked)."""
     later = _later_siblings(items)
@@ -117,8 +111,7 @@ def lines(
         line = prefix + ("• " if on_path else "  ") + text
         if width is not None:  # the marks stay in view: the preview gives way
             line = cut(line, max(width - len(marks), width // 2))
-        line = cut(line + marks, width)
-        yield f"{_BOLD}{line}{_PLAIN}" if color and on_path else line
+        yield cut(line + marks, width)
 
 
 def _describe(item: Item, target: str | None) -> tuple[str, str]:

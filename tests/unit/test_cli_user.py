@@ -257,6 +257,21 @@ def test_a_deep_tree_fits_the_terminal(setup: Setup) -> None:
     assert max(map(_span, wide)) > 80 and len(wide) == len(shown)
 
 
+def test_tree_file_hash_id_inside_a_folded_run(setup: Setup) -> None:
+    """The entry named becomes a row of its own (the run around it split) and the path marks lead to it."""
+    path = ladder(setup.tmp / "ladder.jsonl", 20)
+    shown = sessiontree(setup, "tree", f"{path}#e0000003").stdout.splitlines()
+    assert shown[:4] == [
+        "• e0000001 user: rung 0 words words words words words words words words words w…",
+        "• e0000002 user: rung 0 words words words words words words words words words w…",
+        "• e0000003 user: rung 0 words words words words words words words w…  ← e0000003",
+        "  e0000004…e0000005 2 entries, from user: rung 0 words words words words words …",
+    ]
+    assert sum("• " in line for line in shown) == 3 and shown[-1].endswith("← leaf")
+    whole = sessiontree(setup, "tree", str(path)).stdout.splitlines()
+    assert len(shown) == len(whole) + 2 and whole[1].startswith("• e0000002…e0000005 4 entries")
+
+
 def test_tree_unfolds_limits_and_keeps_the_stable_forms(setup: Setup) -> None:
     path = ladder(setup.tmp / "ladder.jsonl", 10)
     every = sessiontree(setup, "tree", str(path), "--all").stdout.splitlines()
