@@ -214,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a file that could not be read or written: named, with the system's reason
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}", 1)
+    except UnicodeEncodeError as exc:  # text that is not Unicode (a lone surrogate) written to a file
+        return _fail(f"cannot write text that is not valid Unicode ({exc.reason}: {exc.object[exc.start:exc.end]!a})", 1)
 
 
 def _fail(message: str, status: int) -> int:

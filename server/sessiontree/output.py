@@ -3,6 +3,7 @@ through a pager when a person reads them at a terminal."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sys
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 
 def print_lines(lines: Iterator[str]) -> None:
     out = sys.stdout
+    if isinstance(out, io.TextIOWrapper):  # a lone surrogate (half an emoji, kept from JavaScript) shows as \ud83d
+        out.reconfigure(errors="backslashreplace")
     try:
         for line in lines:
             out.write(line)
@@ -50,7 +53,7 @@ def show_lines(lines: Iterator[str], page: bool) -> None:
     interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the pager is the pager's, as in git
     try:
         for line in lines:
-            pager.stdin.write(line.encode("utf-8", "replace") + b"\n")
+            pager.stdin.write(line.encode("utf-8", "backslashreplace") + b"\n")
         pager.stdin.close()
     except BrokenPipeError:  # the reader quit before the end
         pass

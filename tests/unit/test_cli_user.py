@@ -146,6 +146,19 @@ def test_a_file_the_system_refuses_is_named(setup: Setup) -> None:
     assert (done.returncode, done.stderr) == (1, "sessiontree: /s/x.jsonl: Permission denied\n")
 
 
+def test_half_an_emoji_is_printed_not_a_traceback(setup: Setup) -> None:
+    """JavaScript writes lone surrogates (`\\ud83d`) and the daemon keeps them: they print escaped."""
+    header = setup.session.read_bytes().splitlines()[0]
+    entry = b'{"type":"message","id":"aaaa0001","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",' \
+            b'"message":{"role":"user","content":"half \\ud83d emoji","timestamp":1}}'
+    setup.session.write_bytes(header + b"\n" + entry + b"\n")
+    for command in (["context"], ["tree", "--flat"], ["export", "--format", "markdown"]):
+        done = sessiontree(setup, *command, str(setup.session))
+        assert done.returncode == 0 and "half \\ud83d emoji" in done.stdout, done.stderr
+    done = sessiontree(setup, "export", str(setup.session), "--format", "markdown", "-o", str(setup.tmp / "out.md"))
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
+
+
 def test_an_empty_session_says_so(setup: Setup) -> None:
     setup.session.write_bytes(setup.session.read_bytes().splitlines(keepends=True)[0])
     done = sessiontree(setup, "tree", str(setup.session))
