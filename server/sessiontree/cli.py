@@ -505,11 +505,14 @@ def _lines_in(path: Path) -> int:
 
 
 def _size(size: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:,} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return ""
+    if size < 1024:
+        return f"{size:,} B"
+    amount = size / 1024
+    for unit in ("KB", "MB"):
+        if amount < 1024:
+            return f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:,.1f} GB"
 
 
 def sessions_root(flag: Path | None) -> Path:
