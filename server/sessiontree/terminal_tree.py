@@ -22,6 +22,8 @@ from .tree_nodes import TreeRow
 _FIRST, _LAST, _PIPE, _BLANK = "├─ ", "└─ ", "│  ", "   "
 _MAX_BARS: Final = 12  # vertical bars drawn at most, in the compact layout
 # A preview must not move the cursor or colour the terminal; a lone surrogate (kept from JavaScript) cannot be printed.
+# Characters one column wide: ASCII, Latin and the punctuation, arrows and box drawing the tree uses.
+_NARROW = re.compile("[\x20-\x7e\u00a0-\u02ff\u2000-\u25ff]*")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -89,21 +91,27 @@ def lines(items: list[Item], width: int | None, target: str | None = None) -> It
     deepest = max((item.indent for item in items), default=0)
     compact = width is not None and deepest * len(_BLANK) > max(12, width // 3)
     bars: list[bool] = []  # by depth - 1: does the branch at that depth have siblings below?
+    barred: list[int] = []  # the depths - 1 where `bars` is true, ascending: the compact layout draws only these
     for i, item in enumerate(items):
         depth = item.indent
         del bars[depth:]
         bars.extend([False] * (depth - len(bars)))
+        while barred and barred[-1] >= depth:
+            barred.pop()
         glyph = ""
         if item.starts and depth:
             bars[depth - 1] = later[i]
+            if barred and barred[-1] == depth - 1:
+                barred.pop()
+            if later[i]:
+                barred.append(depth - 1)
             glyph = _FIRST if later[i] else _LAST
         elif depth:
             glyph = _PIPE if bars[depth - 1] else _BLANK
         if compact:
-            drawn = [_PIPE for bar in bars[: depth - 1] if bar]
-            if len(drawn) > _MAX_BARS:
-                drawn = ["… ", *drawn[-_MAX_BARS:]]
-            prefix = "".join(drawn) + (glyph if glyph != _BLANK else "") + (f"[{depth}] " if depth else "")
+            above = len(barred) - (1 if barred and barred[-1] == depth - 1 else 0)  # bars left of this row's own
+            drawn = _PIPE * above if above <= _MAX_BARS else "… " + _PIPE * _MAX_BARS
+            prefix = drawn + (glyph if glyph != _BLANK else "") + (f"[{depth}] " if depth else "")
         else:
             prefix = "".join(_PIPE if bar else _BLANK for bar in bars[: depth - 1]) + glyph
         text, marks = _describe(item, target)
@@ -143,14 +151,15 @@ def cut(text: str, width: int | None) -> str:
     """`text` in at most `width` terminal columns (wide characters count two), "…" where cut."""
     if width is None or len(text) <= width // 2:
         return text
-    used = 0
+    if _NARROW.fullmatch(text):  # the usual line: one column a character
+        return text if len(text) <= width else text[: width - 1] + "…"
+    used, fits = 0, len(text)
     for at, char in enumerate(text):
         used += _columns(char)
+        if used > width - 1 and fits > at:
+            fits = at  # the text before this character leaves a column for the "…"
         if used > width:
-            kept, room = at, width - 1
-            while _span(text[:kept]) > room:
-                kept -= 1
-            return text[:kept] + "…"
+            return text[:fits] + "…"
     return text
 
 

@@ -326,3 +326,19 @@ def test_the_pager_gets_the_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     if shutil.which("less"):
         monkeypatch.delenv("PAGER")
         assert output.pager_command() == "less"
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "shown"),
+    [
+        ("├─ • abc def", 8, "├─ • ab…"),
+        ("├─ • abc", 8, "├─ • abc"),
+        ("日本語のテキスト", 7, "日本語…"),  # two columns a character
+        ("e\u0301e\u0301e\u0301e\u0301e\u0301", 4, "e\u0301e\u0301e\u0301e\u0301e\u0301"[:6] + "…"),  # combining marks take none
+        ("ab😀cd", 4, "ab…"),
+    ],
+)
+def test_lines_are_cut_by_terminal_columns(text: str, width: int, shown: str) -> None:
+    from sessiontree.terminal_tree import cut
+
+    assert cut(text, width) == shown and _span(cut(text, width)) <= width
