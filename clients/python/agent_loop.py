@@ -2,6 +2,11 @@
 
     python clients/python/agent_loop.py --sessions-dir /tmp/sessions
 
+`python` is one that has the sessiontree package: a virtual environment it was installed into
+(`python3 -m venv ~/.venvs/sessiontree && ~/.venvs/sessiontree/bin/pip install .`, then
+`~/.venvs/sessiontree/bin/python`), the checkout's `.venv/bin/python` after `make setup`, or the
+environment `pipx install .` made (`$(pipx environment --value PIPX_LOCAL_VENVS)/sessiontree/bin/python`).
+
 The "model" here is a stand-in that answers by rule, so the example runs anywhere; a real agent
 would send `context.messages` to its model where `reply()` is called. The daemon comes from
 `SESSIONTREE_COMMAND` (words) if set, else this Python's `-m sessiontree serve`.
@@ -16,8 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sessiontree import protocol as p
-from sessiontree.client import SyncSessionTreeClient, server_command
+try:
+    from sessiontree import protocol as p
+    from sessiontree.client import SyncSessionTreeClient, server_command
+except ModuleNotFoundError as missing:  # run by a Python without the package: say which to use
+    raise SystemExit(
+        f"{missing}: run this with a Python that has sessiontree installed (see the top of {__file__})"
+    ) from None
 
 
 def now_ms() -> int:

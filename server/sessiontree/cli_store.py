@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from .backend.postgres import PostgresBackend
     except ImportError:
-        print("sessiontree: the PostgreSQL store needs psycopg: pip install 'sessiontree[postgresql]'", file=sys.stderr)
+        print("sessiontree: the PostgreSQL store needs psycopg: from the checkout, pipx install --force '.[postgresql]'", file=sys.stderr)
         return 2
     root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
     backend = PostgresBackend(root, dsn)

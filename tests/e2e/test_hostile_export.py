@@ -141,7 +141,8 @@ def test_a_file_that_cannot_be_written_is_a_plain_error_and_nothing_is_changed(t
     path = _session(tmp_path / "s", _user("hello"))
     missing = tmp_path / "no" / "such" / "dir" / "out.md"
     done = _cli("export", "--format", "markdown", "-o", str(missing), str(path))
-    assert done.returncode == 1 and done.stderr.startswith(b"sessiontree: cannot write") and b"Traceback" not in done.stderr
+    # A folder that is not there is a mistake in the arguments (exit 2), found before any work.
+    assert done.returncode == 2 and done.stderr.startswith(b"sessiontree: cannot write") and b"Traceback" not in done.stderr
 
 
 def test_lines_with_a_lone_surrogate_print_and_the_next_lines_follow() -> None:

@@ -105,7 +105,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_tree_command_prints_the_file(tmp_path: Path) -> None:
-    done = _run("tree", str(_session_file(tmp_path)))
+    done = _run("tree", "--flat", str(_session_file(tmp_path)))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "aaaaaaa1 user: first question",

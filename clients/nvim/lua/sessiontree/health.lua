@@ -46,7 +46,8 @@ function M.check()
   local exe = vim.fn.exepath(cmd[1])
   if exe == '' then
     error_('daemon command not found: `' .. shown .. '`', {
-      'Install sessiontree (`pip install sessiontree`, which puts `sessiontree` on PATH)',
+      'Install the daemon from a checkout of sessiontree (it is not on PyPI): `pipx install ~/src/sessiontree`'
+        .. ' puts `sessiontree` on PATH (see clients/nvim/README.md)',
       "or set $SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })",
     })
     return
