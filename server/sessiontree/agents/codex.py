@@ -77,27 +77,24 @@ class CodexTranslator:
             elif path.name == SESSION_INDEX:
                 index = read(path)
         thread = source.session_id.lower()
-        own = sorted((r for r in rollouts if r.name.thread_id == thread), key=lambda r: r.name.order)
+        # A file with no whole line yet is not part of the thread yet (not even its branch point is known).
+        own = sorted((r for r in rollouts if r.name.thread_id == thread and r.lines), key=lambda r: r.name.order)
         names = names_in(index, thread)
         ids, seen = Ids(), set[str]()
         entries: list[dict[str, object]] = []
         unknown: dict[str, int] = {}
         leaf: str | None = None
-        for rollout in own:
+        for number, rollout in enumerate(own):
             mapper = LineMapper(ids)
-            placed = 0
+            names_left = _Names(names, ids, seen)
             for key, line in chain(rollout, rollouts):
-                stamp = str((line.value or {}).get("timestamp", ""))
-                while placed < len(names) and stamp and time_key(names[placed][1]) < time_key(stamp):
-                    made = mapper.session_info(*names[placed])
-                    placed += 1
-                    entries += _new(made, seen)
-                made = mapper.feed(key, line.ordinal, line.value)
-                entries += _new(made, seen)
-            if rollout is own[-1]:
-                for number, updated, title in names[placed:]:
-                    entries += _new(mapper.session_info(number, updated, title), seen)
-                leaf = mapper.tail
+                entries += names_left.before(mapper, str((line.value or {}).get("timestamp", "")))
+                entries += _new(mapper.feed(key, line.ordinal, line.value), seen)
+            later = own[number + 1] if number + 1 < len(own) else None
+            # Names given before the next file began belong at the end of this one; the live file takes the rest.
+            start = str((later.lines[0].value or {}).get("timestamp", "")) if later is not None else None
+            entries += names_left.before(mapper, start)
+            leaf = mapper.tail
         for entry in entries:
             kind = str(entry.get("customType", ""))
             if entry["type"] == "custom" and kind.startswith(_UNKNOWN):
@@ -132,6 +129,28 @@ class CodexTranslator:
         mine = {r.path for r in own}
         files = tuple(f for f in source.files if f not in mine)
         return Source("codex", theirs[-1].path, base, files)
+
+
+class _Names:
+    """The thread's names (`session_index.jsonl`), placed among the lines by time. A name is placed
+    once, by the first history that reaches it; the others pass it by without hanging anything under it."""
+
+    def __init__(self, names: list[tuple[int, str, str]], ids: Ids, seen: set[str]) -> None:
+        self.names, self.ids, self.seen, self.placed = names, ids, seen, 0
+
+    def before(self, mapper: LineMapper, stamp: str | None) -> list[dict[str, object]]:
+        """session_info entries for the names given before `stamp` (every one left for None)."""
+        made: list[dict[str, object]] = []
+        while self.placed < len(self.names) and (stamp is None or _earlier(self.names[self.placed][1], stamp)):
+            number, updated, name = self.names[self.placed]
+            self.placed += 1
+            if self.ids.of(f"session_index:{number}") not in self.seen:
+                made += _new(mapper.session_info(number, updated, name), self.seen)
+        return made
+
+
+def _earlier(updated: str, stamp: str) -> bool:
+    return bool(stamp) and time_key(updated) < time_key(stamp)
 
 
 def session_meta_base(meta: dict[str, object]) -> str | None:
