@@ -455,3 +455,17 @@ def test_the_corpus_fixture_is_the_agent_layout(tmp_path: Path) -> None:
     moved = {s.session_id: s for s in TRANSLATOR.discover(tmp_path / "home")}
     assert set(moved) == {LINEAR, FORK, INTERACTIVE}
     assert TRANSLATOR.translate(moved[LINEAR], _read).entries == TRANSLATOR.translate(_sources()[LINEAR], _read).entries
+
+
+def test_names_are_the_last_index_line_for_the_thread_as_pi_writes_them(tmp_path: Path) -> None:
+    source_id = "01a00000-0000-7000-8000-000000000001"
+    index = [{"id": source_id, "thread_name": "old", "updated_at": "2026-01-01T00:00:01.500000000Z"},
+             {"id": "01a00000-0000-7000-8000-0000000000ff", "thread_name": "another thread", "updated_at": "2026-01-01T00:00:02Z"},
+             {"id": source_id, "thread_name": " two\r\n\nlines ", "updated_at": "2026-01-01T00:00:09.123456789Z"}]
+    (tmp_path / "session_index.jsonl").write_bytes(b"".join(line(value) for value in index))
+    source = _rollout(tmp_path, [_meta(), _user(1, "q"), _user(2, "r")])
+    translation = TRANSLATOR.translate(source, _read)
+    assert [(e["type"], e.get("name")) for e in translation.entries[1:]] == [
+        ("message", None), ("session_info", "old"), ("message", None), ("session_info", "two lines")]
+    assert translation.entries[-1]["timestamp"] == "2026-01-01T00:00:09.123Z"
+    assert translation.leaf_id == translation.entries[-1]["id"]

@@ -6,6 +6,22 @@ base's lines before the branch point, then its own) through one `LineMapper`: th
 synthesized from (file, ordinal), so the base's entries come out the same in every history and
 are kept once, and a segment's first entry hangs under the base's last entry before the branch
 point. Files go base first and the live segment (the newest) last, so the leaf is the last entry.
+
+What each line becomes (codex_lines.py):
+
+| Codex line | pi entry |
+|---|---|
+| `session_meta` | `custom codex/session_meta` (the system prompt is in it); the header from the first one |
+| `response_item` user message typed by the user | `message` user (`input_image` data URLs as images) |
+| developer message; `<environment_context>` / AGENTS.md user items; the compaction summary item | `custom codex/developer`, `codex/context`, `codex/compaction_summary`: harness context pi supplies its own of |
+| `reasoning`, assistant `message`, `function_call`, `custom_tool_call` up to the `token_usage_record` | one assistant `message` (openai-responses, pi-ai's block shapes, usage from the record) |
+| `function_call_output`, `custom_tool_call_output` | `message` toolResult; `isError` from the command's event or its exit code line; details = the event |
+| `turn_context` | `model_change` / `thinking_level_change` when the value changes, then `custom codex/turn_context` |
+| `world_state` | `custom codex/world_state` |
+| the summary call (`compaction_output`) + `compacted` | `compaction` (retain-none: `firstKeptEntryId` is its own id), usage = the summary call's |
+| `event_msg` (UI copies, counters) | dropped; CommandExecution folded into the tool result, `token_count` into tokensBefore |
+| `session_index.jsonl` names | `session_info`, placed among the lines by time |
+| anything else | `custom codex/unknown:<kind>`, counted in `unknown_kinds` |
 """
 
 from __future__ import annotations

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from ..jsstring import js_stringify
+
 # Codex's reasoning efforts as pi's thinking levels.
 _LEVELS: Final = {"none": "off", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh"}
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """`JSON.stringify`, as pi-ai makes its signatures."""
+    return js_stringify(value)
 
 
 def thinking_level(effort: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""Codex rollout lines, in history order, as pi entries (the mapping is in ../../protocol.md).
+"""Codex rollout lines, in history order, as pi entries (the table is in codex.py).
 
 One `LineMapper` reads one history (a file's base prefix, then its own lines) and chains the
 entries it makes by order. The items of one model call are held until its `token_usage_record`
@@ -10,13 +10,13 @@ from a prefix of the lines are a prefix of those made from all of them.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import attrs
 
+from ..entries import js_trim
 from .codex_blocks import (
     assistant_blocks,
     is_error,
@@ -48,6 +48,7 @@ _DROPPED_EVENTS: Final = frozenset({
     "exec_command_output_delta", "patch_apply_begin", "patch_apply_end", "context_compacted", "turn_diff",
     "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end", "background_event",
 })
+_LINE_BREAKS: Final = re.compile(r"[\r\n]+")
 _PROCESS_EXIT: Final = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 
 
@@ -76,11 +77,6 @@ def time_key(value: str) -> tuple[str, str]:
 def exit_code(output: str) -> int | None:
     found = _PROCESS_EXIT.search(output)
     return int(found.group(1)) if found else None
-
-
-def compact_json(value: Any) -> str:
-    """JSON.stringify's text: how pi-ai keeps a reasoning item as its thinking signature."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @attrs.define
@@ -143,7 +139,8 @@ class LineMapper:
         self.emit(key, timestamp, "custom", customType=custom_type, data=data)
 
     def session_info(self, number: int, updated_at: str, name: str) -> list[dict[str, Any]]:
-        self.emit(f"session_index:{number}", updated_at, "session_info", name=" ".join(name.splitlines()).strip())
+        # pi 1.6 writes a name with its line breaks made spaces, trimmed.
+        self.emit(f"session_index:{number}", updated_at, "session_info", name=js_trim(_LINE_BREAKS.sub(" ", name)))
         return self.take()
 
     def take(self) -> list[dict[str, Any]]:
