@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -469,3 +470,35 @@ def test_names_are_the_last_index_line_for_the_thread_as_pi_writes_them(tmp_path
         ("message", None), ("session_info", "old"), ("message", None), ("session_info", "two lines")]
     assert translation.entries[-1]["timestamp"] == "2026-01-01T00:00:09.123Z"
     assert translation.leaf_id == translation.entries[-1]["id"]
+
+
+_ODD_VALUES: list[Any] = [None, True, -1, 1.5, "", "x", [], {}, [1, "a"], {"type": 3}]
+
+
+def _spoil(value: Any, rng: random.Random) -> Any:
+    """`value` with one of its fields, at any depth, given a value of another type."""
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        key = rng.choice(sorted(value))
+        return {**value, key: _spoil(value[key], rng)}
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        at = rng.randrange(len(value))
+        return [*value[:at], _spoil(value[at], rng), *value[at + 1:]]
+    return rng.choice(_ODD_VALUES)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lines_of_any_shape_never_stop_a_translation(tmp_path: Path, seed: int) -> None:
+    """A rollout is input from anywhere: odd lines become what they can, never an exception."""
+    rng = random.Random(seed)
+    source = _sources()[INTERACTIVE]
+    spoiled: dict[Path, bytes] = {}
+    for path in source.files:
+        texts = path.read_text().splitlines()
+        out = []
+        for text in texts:
+            value = json.loads(text)
+            out.append(json.dumps(_spoil(value, rng)) if rng.random() < 0.5 else text)
+        spoiled[path] = "".join(t + "\n" for t in out).encode()
+    translation = TRANSLATOR.translate(source, lambda path: spoiled[path])
+    _session(translation)  # and pi's reader takes what came out
+    assert all(isinstance(entry["id"], str) for entry in translation.entries)

@@ -22,6 +22,16 @@ def _dumps(value: Any) -> str:
     return js_stringify(value)
 
 
+def objects(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list field (none when the field is not a list)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def texts(value: Any, key: str = "text") -> list[str]:
+    """The string `key`s of a list field's objects."""
+    return [item[key] for item in objects(value) if isinstance(item.get(key), str)]
+
+
 def thinking_level(effort: Any) -> str | None:
     """pi's level for a Codex effort; None for none set (the model's default has no pi level)."""
     return _LEVELS.get(effort) if isinstance(effort, str) else None
@@ -53,12 +63,12 @@ def _arguments(raw: Any) -> dict[str, Any]:
 def _block(item: dict[str, Any]) -> dict[str, Any] | None:
     kind = item.get("type")
     if kind == "message":
-        parts = [p for p in item.get("content") or [] if isinstance(p, dict)]
-        text = "".join(str(p.get("text") if p.get("type") == "output_text" else p.get("refusal", "")) for p in parts)
+        parts = objects(item.get("content"))
+        text = "".join(_part_text(p) for p in parts)
         return {"type": "text", "text": text, "textSignature": _text_signature(item)}
     if kind == "reasoning":
-        summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
-        content = "\n\n".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
+        summary = "\n\n".join(texts(item.get("summary")))
+        content = "\n\n".join(texts(item.get("content")))
         return {"type": "thinking", "thinking": summary or content, "thinkingSignature": _dumps(item)}
     call_id, item_id = item.get("call_id"), item.get("id")
     tool_id = f"{call_id}|{item_id}" if item_id else str(call_id)
@@ -71,6 +81,12 @@ def _block(item: dict[str, Any]) -> dict[str, Any] | None:
     if item.get("namespace") is not None:
         block["namespace"] = item["namespace"]
     return block
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    """pi-ai's text of an output part: `output_text`'s text, else its refusal."""
+    text = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+    return text if isinstance(text, str) else ""
 
 
 def assistant_blocks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,11 +103,10 @@ def _image(url: Any) -> dict[str, Any] | None:
 
 def _parts(parts: Any, text_types: tuple[str, ...]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for part in parts if isinstance(parts, list) else []:
-        if not isinstance(part, dict):
-            continue
+    for part in objects(parts):
         if part.get("type") in text_types:
-            out.append({"type": "text", "text": str(part.get("text", ""))})
+            text = part.get("text")
+            out.append({"type": "text", "text": text if isinstance(text, str) else ""})
         elif part.get("type") == "input_image":
             image = _image(part.get("image_url"))
             out.append(image or {"type": "text", "text": f"[image: {part.get('image_url')}]"})

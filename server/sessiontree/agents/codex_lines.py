@@ -20,6 +20,7 @@ from ..entries import js_trim
 from .codex_blocks import (
     assistant_blocks,
     is_error,
+    texts,
     thinking_level,
     tool_result_content,
     usage_of,
@@ -65,7 +66,12 @@ def iso_ms(value: Any) -> str:
 
 
 def unix_ms(value: str) -> int:
-    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).timestamp() * 1000)
+    """A message's `timestamp` (Unix ms) from a line's ISO time; 0 where the line's is not one."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 def time_key(value: str) -> tuple[str, str]:
@@ -205,7 +211,7 @@ class LineMapper:
         self.close_call(payload)
 
     def _event(self, key: str, timestamp: str, payload: dict[str, Any], value: dict[str, Any]) -> None:
-        event = payload.get("type")
+        event = _name(payload.get("type"))
         if event == "token_count":
             self._token_count(payload)
         elif event == "item_completed":
@@ -255,7 +261,7 @@ class LineMapper:
         self.summary = None
 
     def _response_item(self, key: str, timestamp: str, payload: dict[str, Any], value: dict[str, Any]) -> None:
-        item_type = payload.get("type")
+        item_type = _name(payload.get("type"))
         raw = value.get("metadata")
         metadata: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if item_type == "message" and payload.get("role") == "assistant" and metadata.get("compaction_output"):
@@ -277,7 +283,7 @@ class LineMapper:
 
     def _user_side(self, key: str, timestamp: str, item: dict[str, Any]) -> None:
         role = item.get("role")
-        text = "".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
+        text = "".join(texts(item.get("content")))
         if role == "developer":
             self.custom(key, timestamp, "codex/developer", item)
         elif text.startswith(COMPACTION_PREFIX):
@@ -323,10 +329,15 @@ class LineMapper:
         self.message(call.key, call.timestamp, message)
 
 
+def _name(value: Any) -> str:
+    """A `type` field as a name (`?` when it is not a string)."""
+    return value if isinstance(value, str) else "?"
+
+
 def _summary_text(held: dict[str, Any] | None, compacted: str) -> str:
     """The model's summary: the summary call's text, or the `compacted` message without its preamble."""
     if held is not None:
-        parts = [p.get("text", "") for p in held.get("content") or [] if isinstance(p, dict)]
+        parts = texts(held.get("content"))
         if any(parts):
             return "".join(parts)
     if compacted.startswith(COMPACTION_PREFIX) and _SUMMARY_MARK in compacted:
