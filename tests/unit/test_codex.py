@@ -421,12 +421,12 @@ def test_unknown_lines_are_kept_as_custom_and_counted_and_a_torn_line_is_held(tm
     source = _rollout(tmp_path, [
         _meta(), _user(1, "q"),
         _item(2, {"what": 1}, "realtime_item"),
-        _item(3, {"type": "web_search_call", "id": "ws_1"}),
+        _item(3, {"type": "mystery_call", "id": "mc_1"}),
         _item(4, {"type": "mystery_event"}, "event_msg"),
         _item(5, {"type": "function_call", "call_id": "c", "id": "fc_1", "name": "f", "arguments": "{oops"}),
     ], torn=b'{"timestamp":"2026-01-01T00:00:06.000Z","type":"token_usage_re')
     translation = TRANSLATOR.translate(source, _read)
-    assert translation.unknown_kinds == {"realtime_item": 1, "response_item/web_search_call": 1, "event_msg/mystery_event": 1}
+    assert translation.unknown_kinds == {"realtime_item": 1, "response_item/mystery_call": 1, "event_msg/mystery_event": 1}
     customs = [e["customType"] for e in translation.entries if e["type"] == "custom"]
     assert "codex/unknown:realtime_item" in customs and "codex/unknown:event_msg/mystery_event" in customs
     assert not any(e["type"] == "message" and e["message"]["role"] == "assistant" for e in translation.entries)
@@ -502,3 +502,30 @@ def test_lines_of_any_shape_never_stop_a_translation(tmp_path: Path, seed: int) 
     translation = TRANSLATOR.translate(source, lambda path: spoiled[path])
     _session(translation)  # and pi's reader takes what came out
     assert all(isinstance(entry["id"], str) for entry in translation.entries)
+
+
+def test_a_model_call_stays_one_message_around_items_pi_has_no_block_for(tmp_path: Path) -> None:
+    """A server-side web search, an older model's shell call, an image the user attached."""
+    image = "data:image/png;base64,iVBORw0KGgo="
+    source = _rollout(tmp_path, [
+        _meta(),
+        _item(1, {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "look"}, {"type": "input_image", "image_url": image}]}),
+        _item(2, {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]}),
+        _item(3, {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"query": "q"}}),
+        _item(4, {"type": "local_shell_call", "call_id": "c", "id": "lsh_1", "action": {"type": "exec", "command": ["ls"]}}),
+        _item(5, {"response_id": "r1", "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}, "token_usage_record"),
+        _item(6, {"type": "function_call_output", "call_id": "c", "output": "a\n"}),
+    ])
+    translation = TRANSLATOR.translate(source, _read)
+    kinds = [(e["type"], e.get("customType") or e["message"]["role"]) for e in translation.entries
+             if e["type"] in ("message", "custom")][1:]
+    assert kinds == [("message", "user"), ("message", "assistant"), ("custom", "codex/web_search_call"),
+                     ("message", "toolResult")]
+    user = translation.entries[1]["message"]["content"]
+    assert user == [{"type": "text", "text": "look"}, {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
+    reply = translation.entries[2]["message"]
+    assert [b["type"] for b in reply["content"]] == ["thinking", "toolCall"] and reply["content"][0]["thinking"] == "hm"
+    assert reply["content"][1] == {"type": "toolCall", "id": "c|lsh_1", "name": "local_shell",
+                                   "arguments": {"type": "exec", "command": ["ls"]}}
+    assert translation.entries[-1]["message"]["toolName"] == "local_shell" and translation.unknown_kinds == {}

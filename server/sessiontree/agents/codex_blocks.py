@@ -76,6 +76,9 @@ def _block(item: dict[str, Any]) -> dict[str, Any] | None:
         block = {"type": "toolCall", "id": tool_id, "name": item.get("name", ""), **_arguments(item.get("arguments"))}
     elif kind == "custom_tool_call":  # freeform tools (apply_patch): pi-ai keeps the text under `input`
         block = {"type": "toolCall", "id": tool_id, "name": item.get("name", ""), "arguments": {"input": item.get("input", "")}}
+    elif kind == "local_shell_call":  # older models' built-in shell: its action is the arguments
+        action = item.get("action")
+        block = {"type": "toolCall", "id": tool_id, "name": "local_shell", "arguments": action if isinstance(action, dict) else {}}
     else:
         return None
     if item.get("namespace") is not None:

@@ -39,7 +39,9 @@ COMPACTION_PREFIX: Final = (
 )
 _SUMMARY_MARK: Final = "use the information in this summary to assist with your own analysis:\n"
 # Items one model call writes; they become the blocks of one assistant message.
-_CALL_ITEMS: Final = frozenset({"message", "reasoning", "function_call", "custom_tool_call"})
+_CALL_ITEMS: Final = frozenset({"message", "reasoning", "function_call", "custom_tool_call", "local_shell_call"})
+# Items a model call writes that have no pi block (server-side tools): kept as `custom` after its message.
+_CALL_EXTRAS: Final = frozenset({"web_search_call", "image_generation_call", "tool_search_call"})
 _OUTPUT_ITEMS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 # UI copies of items, counters and turn bookkeeping: what they say is in other lines.
 _DROPPED_EVENTS: Final = frozenset({
@@ -93,12 +95,15 @@ class _Call:
     ordinal: int
     timestamp: str
     items: list[dict[str, Any]] = attrs.field(factory=list)
+    extras: list[tuple[str, str, str, dict[str, Any]]] = attrs.field(factory=list)  # (key, time, customType, data)
 
 
 @attrs.define
 class _Summary:
     """A compaction's summary call, until its `compacted` line."""
 
+    key: str
+    timestamp: str
     message: dict[str, Any]
     usage: dict[str, Any] | None = None
 
@@ -169,11 +174,21 @@ class LineMapper:
         timestamp = stamp if isinstance(stamp, str) else "1970-01-01T00:00:00.000Z"
         payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if self.summary is not None and kind not in ("token_usage_record", "event_msg", "compacted"):
+            self._unfinished_summary()
         if handler is None:
             self._unknown(key, timestamp, str(kind), value)
         else:
             handler(self, key, timestamp, payload, value)
         return self.take()
+
+    def _unfinished_summary(self) -> None:
+        """A summary call no `compacted` line followed: kept (and its usage counted) as a `custom`."""
+        held, self.summary = self.summary, None
+        if held is not None:
+            data = {"message": held.message, "usage": held.usage}
+            stamp = held.timestamp
+            self.custom(f"{held.key}:summary", stamp, "codex/unfinished_compaction", data)
 
     def _unknown(self, key: str, timestamp: str, kind: str, value: Any) -> None:
         self.unknown[kind] = self.unknown.get(kind, 0) + 1
@@ -266,7 +281,7 @@ class LineMapper:
         metadata: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if item_type == "message" and payload.get("role") == "assistant" and metadata.get("compaction_output"):
             self.close_call()
-            self.summary = _Summary(payload)
+            self.summary = _Summary(key, timestamp, payload)
         elif item_type == "message" and payload.get("role") in ("user", "developer"):
             self.close_call()
             self._user_side(key, timestamp, payload)
@@ -277,9 +292,20 @@ class LineMapper:
         elif item_type in _OUTPUT_ITEMS:
             self.close_call()
             self._tool_result(key, timestamp, payload)
+        elif item_type in _CALL_EXTRAS or item_type == "ghost_snapshot":
+            self._beside_call(key, timestamp, f"codex/{item_type}", payload, item_type != "ghost_snapshot")
         else:
-            self.close_call()
-            self._unknown(key, timestamp, f"response_item/{item_type}", value)
+            self.unknown[f"response_item/{item_type}"] = self.unknown.get(f"response_item/{item_type}", 0) + 1
+            self._beside_call(key, timestamp, f"codex/unknown:response_item/{item_type}", value, False)
+
+    def _beside_call(self, key: str, timestamp: str, custom_type: str, data: dict[str, Any], from_model: bool) -> None:
+        """A `custom` that must not split a model call in two: held with the call while one is open."""
+        if self.call is None and from_model:
+            self.call = _Call(key, 0, timestamp)
+        if self.call is not None:
+            self.call.extras.append((f"{key}:beside", timestamp, custom_type, data))
+        else:
+            self.custom(key, timestamp, custom_type, data)
 
     def _user_side(self, key: str, timestamp: str, item: dict[str, Any]) -> None:
         role = item.get("role")
@@ -327,6 +353,8 @@ class LineMapper:
         message["stopReason"] = "toolUse" if any(b["type"] == "toolCall" for b in content) else "stop"
         message["timestamp"] = unix_ms(call.timestamp)
         self.message(call.key, call.timestamp, message)
+        for key, timestamp, custom_type, data in call.extras:
+            self.custom(key, timestamp, custom_type, data)
 
 
 def _name(value: Any) -> str:
