@@ -230,7 +230,11 @@ def test_a_compaction_keeps_nothing_before_it_and_carries_codex_replacement_hist
     assert compaction["details"]["replacement_history"] == compacted["replacement_history"]
     assert compaction["details"]["retained_context"] == compacted["retained_context"]
     assert compaction["usage"]["totalTokens"] == record["usage"]["total_tokens"]
-    assert compaction["tokensBefore"] == 5976  # the context of the last call before the summary call
+    lines = _lines(_sources()[LINEAR].path)
+    summary_at = next(i for i, x in enumerate(lines) if (x.get("metadata") or {}).get("compaction_output"))
+    counts = [x["payload"]["info"]["last_token_usage"]["total_tokens"] for x in lines[:summary_at]
+              if x["type"] == "event_msg" and x["payload"]["type"] == "token_count"]
+    assert compaction["tokensBefore"] == counts[-1] == 5976  # the context of the last call before the summary call
 
 
 def test_a_failed_command_is_an_error_result_with_the_command_as_details() -> None:
