@@ -428,9 +428,12 @@ def test_unknown_lines_are_kept_as_custom_and_counted_and_a_torn_line_is_held(tm
         _item(3, {"type": "mystery_call", "id": "mc_1"}),
         _item(4, {"type": "mystery_event"}, "event_msg"),
         _item(5, {"type": "function_call", "call_id": "c", "id": "fc_1", "name": "f", "arguments": "{oops"}),
-    ], torn=b'{"timestamp":"2026-01-01T00:00:06.000Z","type":"token_usage_re')
+    ], torn=b'[1, 2]\n{"timestamp":"2026-01-01T00:00:06.000Z","type":"token_usage_re')
     translation = TRANSLATOR.translate(source, _read)
-    assert translation.unknown_kinds == {"realtime_item": 1, "response_item/mystery_call": 1, "event_msg/mystery_event": 1}
+    assert translation.unknown_kinds == {
+        "realtime_item": 1, "response_item/mystery_call": 1, "event_msg/mystery_event": 1, "unparsable": 1}
+    unparsable = next(e for e in translation.entries if e.get("customType") == "codex/unknown:unparsable")
+    assert unparsable["data"] == {"line": "[1, 2]"}
     customs = [e["customType"] for e in translation.entries if e["type"] == "custom"]
     assert "codex/unknown:realtime_item" in customs and "codex/unknown:event_msg/mystery_event" in customs
     assert not any(e["type"] == "message" and e["message"]["role"] == "assistant" for e in translation.entries)

@@ -105,7 +105,7 @@ class CodexTranslator:
             names_left = _Names(names, ids, seen)
             for key, line in chain(rollout, rollouts):
                 entries += names_left.before(mapper, str((line.value or {}).get("timestamp", "")))
-                entries += _new(mapper.feed(key, line.ordinal, line.value), seen)
+                entries += _new(mapper.feed(key, line.ordinal, line.value, line.text), seen)
             later = own[number + 1] if number + 1 < len(own) else None
             # Names given before the next file began belong at the end of this one; the live file takes the rest.
             start = str((later.lines[0].value or {}).get("timestamp", "")) if later is not None else None

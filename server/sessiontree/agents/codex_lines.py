@@ -92,7 +92,6 @@ class _Call:
     """A model call's items, until it is closed."""
 
     key: str
-    ordinal: int
     timestamp: str
     items: list[dict[str, Any]] = attrs.field(factory=list)
     extras: list[tuple[str, str, str, dict[str, Any]]] = attrs.field(factory=list)  # (key, time, customType, data)
@@ -135,7 +134,6 @@ class LineMapper:
     call: _Call | None = None
     summary: _Summary | None = None
     user_entries: list[tuple[str, str | None]] = attrs.field(factory=list)  # (user entry, its parent): rollbacks
-    unknown: dict[str, int] = attrs.field(factory=dict)
     _made: list[dict[str, Any]] = attrs.field(factory=list)
 
     # ---- entries -------------------------------------------------------------------------
@@ -163,11 +161,11 @@ class LineMapper:
 
     # ---- lines ---------------------------------------------------------------------------
 
-    def feed(self, file_key: str, ordinal: int, value: dict[str, Any] | None) -> list[dict[str, Any]]:
+    def feed(self, file_key: str, ordinal: int, value: dict[str, Any] | None, text: bytes = b"") -> list[dict[str, Any]]:
         """The entries that this line completes (often none, or some held earlier)."""
         key = f"{file_key}:{ordinal}"
-        if value is None:
-            self._unknown(key, "1970-01-01T00:00:00.000Z", "unparsable", None)
+        if value is None:  # not a JSON object: its text is kept
+            self._unknown(key, "1970-01-01T00:00:00.000Z", "unparsable", {"line": text.decode("utf-8", "replace")})
             return self.take()
         kind, raw = value.get("type"), value.get("payload")
         stamp = value.get("timestamp")
@@ -191,7 +189,7 @@ class LineMapper:
             self.custom(f"{held.key}:summary", stamp, "codex/unfinished_compaction", data)
 
     def _unknown(self, key: str, timestamp: str, kind: str, value: Any) -> None:
-        self.unknown[kind] = self.unknown.get(kind, 0) + 1
+        """Kept whole; the translation counts these by their customType."""
         self.custom(key, timestamp, f"codex/unknown:{kind}", value)
 
     def _session_meta(self, key: str, timestamp: str, payload: dict[str, Any], value: dict[str, Any]) -> None:
@@ -222,7 +220,7 @@ class LineMapper:
             self.summary.usage = payload
             return
         if self.call is None:  # a call that wrote no item: its usage still counts
-            self.call = _Call(key, -1, timestamp)
+            self.call = _Call(key, timestamp)
         self.close_call(payload)
 
     def _event(self, key: str, timestamp: str, payload: dict[str, Any], value: dict[str, Any]) -> None:
@@ -287,7 +285,7 @@ class LineMapper:
             self._user_side(key, timestamp, payload)
         elif item_type in _CALL_ITEMS and (item_type != "message" or payload.get("role") == "assistant"):
             if self.call is None:
-                self.call = _Call(key, 0, timestamp)
+                self.call = _Call(key, timestamp)
             self.call.items.append(payload)
         elif item_type in _OUTPUT_ITEMS:
             self.close_call()
@@ -295,13 +293,12 @@ class LineMapper:
         elif item_type in _CALL_EXTRAS or item_type == "ghost_snapshot":
             self._beside_call(key, timestamp, f"codex/{item_type}", payload, item_type != "ghost_snapshot")
         else:
-            self.unknown[f"response_item/{item_type}"] = self.unknown.get(f"response_item/{item_type}", 0) + 1
             self._beside_call(key, timestamp, f"codex/unknown:response_item/{item_type}", value, False)
 
     def _beside_call(self, key: str, timestamp: str, custom_type: str, data: dict[str, Any], from_model: bool) -> None:
         """A `custom` that must not split a model call in two: held with the call while one is open."""
         if self.call is None and from_model:
-            self.call = _Call(key, 0, timestamp)
+            self.call = _Call(key, timestamp)
         if self.call is not None:
             self.call.extras.append((f"{key}:beside", timestamp, custom_type, data))
         else:
