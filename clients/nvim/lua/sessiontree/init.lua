@@ -15,10 +15,11 @@ local View = require('sessiontree.view')
 
 local M = {}
 
-M.config = { cmd = nil, sessions_dir = nil, index_dir = nil, store = nil }
+-- confirm: ask before a write to the session file made on one key (fork, clearing a label).
+M.config = { cmd = nil, sessions_dir = nil, index_dir = nil, store = nil, confirm = true }
 
 local HEADER_LINES = 2
-local HELP = '<CR> switch  l label  f fork  c context  <Tab> unfold/fold  r refresh'
+local HELP = '<CR> move leaf  l label  L unlabel  f fork  c context  <Tab> fold  r redraw  ? help'
 local ENTRY_NOT_FOUND = -32011
 local INVALID_PARAMS = -32602
 
@@ -45,6 +46,7 @@ local state = {
     client = nil,
   },
   context_request = nil,
+  log = {}, -- the last messages in full, newest last (shown by :checkhealth sessiontree)
 }
 M.state = state
 
@@ -52,9 +54,35 @@ function M.setup(opts)
   M.config = vim.tbl_extend('force', M.config, opts or {})
 end
 
-local function notify(message, level)
-  vim.notify('sessiontree: ' .. message, level or vim.log.levels.INFO)
+local LOG_SIZE = 20
+
+-- The columns a message has without a hit-enter prompt (v:echospace leaves room for the ruler
+-- and showcmd).
+local function echo_room()
+  local room = vim.v.echospace
+  if type(room) ~= 'number' or room <= 0 then
+    room = vim.o.columns - 12
+  end
+  return math.max(room, 20)
 end
+
+--- Say something in one line that fits the command line, so it never asks to press ENTER; the
+--- whole text (a daemon's last lines on stderr, a long path) is kept in state.log, which
+--- :checkhealth sessiontree shows.
+local function notify(message, level)
+  level = level or vim.log.levels.INFO
+  local text = 'sessiontree: ' .. message
+  table.insert(state.log, { text = text, level = level })
+  if #state.log > LOG_SIZE then
+    table.remove(state.log, 1)
+  end
+  local line = text:match('^[^\n]*')
+  if line ~= text then
+    line = line .. ' (more: :checkhealth sessiontree)'
+  end
+  vim.notify(render.truncate(line, echo_room()), level)
+end
+M.notify = notify
 
 --- Report a failed request. A request that failed because the daemon exited is not reported
 --- again: its exit was.
@@ -93,12 +121,12 @@ local function on_exit(client)
     if client.exit_error then
       client.exit_error.reported = true
     end
-    local message = 'the daemon exited (' .. client.exit_text .. ')'
+    local message = 'the daemon exited (' .. client.exit_text .. '); the next command starts it again'
     local tail = client:stderr_tail(3)
     if #tail > 0 then
-      message = message .. ':\n  ' .. table.concat(tail, '\n  ')
+      message = message .. '\nIts last lines on stderr:\n  ' .. table.concat(tail, '\n  ')
     end
-    notify(message .. '\nIt starts again with the next command.', vim.log.levels.ERROR)
+    notify(message, vim.log.levels.ERROR)
   end
 end
 
@@ -322,6 +350,17 @@ local function tree_window()
   return vim.fn.win_findbuf(buf)[1]
 end
 
+--- The columns the tree's lines have: those of the window that shows it (less the number and
+--- sign columns), else the screen's.
+local function tree_width()
+  local win = tree_window()
+  if not win then
+    return vim.o.columns
+  end
+  local info = vim.fn.getwininfo(win)[1]
+  return vim.api.nvim_win_get_width(win) - (info and info.textoff or 0)
+end
+
 local function window_top(win)
   return vim.api.nvim_win_call(win, function()
     return vim.fn.line('w0')
@@ -542,7 +581,7 @@ function M.refresh(opts)
       if anchor.leaf and anchor.id ~= page.leafId and not retried then
         return start(session, client, { id = page.leafId, leaf = true }, true)
       end
-      local view = View.new(page.total, page.leafId)
+      local view = View.new(page.total, page.leafId, tree_width())
       view:put(page.offset, page.rows)
       for _, id in ipairs(open_ids) do
         local found = answers['open ' .. id].result
@@ -741,7 +780,7 @@ function M.fold()
   local line = t.view:line_of(run.pos)
   t.view:close(run)
   t.open[run.id] = nil
-  write(line, line + run.count - 1, { render.row_line(t.view.rows[run.pos]) })
+  write(line, line + run.count - 1, { render.row_line(t.view.rows[run.pos], t.view.width) })
   vim.api.nvim_win_set_cursor(0, { HEADER_LINES + line, 0 })
   if t.busy then
     t.dirty = true
@@ -808,7 +847,12 @@ function M.tree_buffer()
       group = vim.api.nvim_create_augroup('sessiontree_scroll', { clear = true }),
       callback = function()
         if state.tree.buf == buf and vim.api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) > 0 then
-          M.guard(M.load_visible)
+          local view = state.tree.view
+          if view and view.width ~= tree_width() then
+            M.refresh() -- the lines are cut to the window's width: drawn again for the new one
+          else
+            M.guard(M.load_visible)
+          end
         end
       end,
     })
@@ -818,21 +862,11 @@ function M.tree_buffer()
     keep_unfolded_after_cursor()
     M.branch(entry_for_move())
   end)
-  map(buf, 'l', function()
-    local id = entry_for_move()
-    if id then
-      vim.ui.input({ prompt = 'Label (empty clears): ' }, function(text)
-        if text then
-          M.guard(function()
-            keep_unfolded_after_cursor()
-            M.label(id, text)
-          end)
-        end
-      end)
-    end
-  end)
-  map(buf, 'f', function()
-    M.fork(entry_for_move())
+  map(buf, 'l', M.label_prompt)
+  map(buf, 'L', M.unlabel_prompt)
+  map(buf, 'f', M.fork_prompt)
+  map(buf, '?', function()
+    vim.cmd('help sessiontree-tree')
   end)
   map(buf, 'c', function()
     M.show_context()
@@ -934,13 +968,23 @@ local function redraw_at(session, entry_id)
   end
 end
 
+-- Said after each move of the leaf: pi's file has no record of the leaf; the move shows there
+-- (for pi and every other reader) only when an entry is appended below it.
+M.LEAF_MOVED = 'leaf moved; pi sees it only once an entry follows it'
+
 --- Move the leaf to an entry.
 function M.branch(entry_id)
   if not entry_id then
     return
   end
   M.with_session(function(session, client)
-    client:request('session/branch', { sessionId = session.sessionId, entryId = entry_id }, redraw_at(session, entry_id))
+    local redraw = redraw_at(session, entry_id)
+    client:request('session/branch', { sessionId = session.sessionId, entryId = entry_id }, function(err, result)
+      redraw(err, result)
+      if not err then
+        notify(M.LEAF_MOVED)
+      end
+    end)
   end)
 end
 
@@ -956,6 +1000,61 @@ function M.label(entry_id, text)
   end)
 end
 
+--- Ask yes or no (in one line); yes without asking when setup({ confirm = false }).
+local function confirmed(question)
+  if not M.config.confirm then
+    return true
+  end
+  return vim.fn.confirm(render.truncate(question, echo_room()), '&Yes\n&No', 2) == 1
+end
+
+-- The entry under the cursor, in a few words, for a question about it.
+local function short(row)
+  return '"' .. render.truncate(render.describe(row), 32) .. '"'
+end
+
+--- `l`: ask for the label of the entry under the cursor (its label as the default) and set it;
+--- an empty answer (or <Esc>) cancels.
+function M.label_prompt()
+  local id = entry_for_move()
+  if not id then
+    return
+  end
+  local row = M.row_at_cursor()
+  vim.ui.input({ prompt = 'Label (empty cancels): ', default = row.label }, function(text)
+    if text and vim.trim(text) ~= '' then
+      M.guard(function()
+        keep_unfolded_after_cursor()
+        M.label(id, text)
+      end)
+    end
+  end)
+end
+
+--- `L`: clear the label of the entry under the cursor, once confirmed.
+function M.unlabel_prompt()
+  local id = entry_for_move()
+  if not id then
+    return
+  end
+  local row = M.row_at_cursor()
+  if not row.label then
+    return notify('this entry has no label')
+  end
+  if confirmed('Clear the label [' .. render.truncate(row.label, 24) .. '] of ' .. short(row) .. '?') then
+    keep_unfolded_after_cursor()
+    M.label(id, '')
+  end
+end
+
+--- `f`: fork at the entry under the cursor, once confirmed.
+function M.fork_prompt()
+  local id = entry_for_move()
+  if id and confirmed('Fork at ' .. short(M.row_at_cursor()) .. ' into a new session file?') then
+    M.fork(id)
+  end
+end
+
 --- Fork at an entry into a new file, and show the new session.
 function M.fork(entry_id)
   if not entry_id then
@@ -967,7 +1066,7 @@ function M.fork(entry_id)
         return report(err)
       end
       M.open(forked.path, function()
-        notify('forked into ' .. forked.path)
+        notify('forked into ' .. vim.fn.fnamemodify(forked.path, ':t'))
       end)
     end)
   end)
@@ -1207,7 +1306,8 @@ function M.export(format, scope, file, on_done)
       if not ok then
         return report({ message = 'export: cannot write ' .. target .. ': ' .. tostring(write_err) })
       end
-      notify(string.format('exported the %s as %s to %s', scope == 'tree' and 'whole tree' or 'path to the leaf', format, target))
+      local what = scope == 'tree' and 'the whole tree' or 'the path to the leaf'
+      notify(string.format('exported to %s (%s, %s)', vim.fn.fnamemodify(target, ':~:.'), format, what))
       if on_done then
         on_done(target)
       end
