@@ -881,6 +881,29 @@ test(':checkhealth sessiontree: the command, the daemon and protocol versions, t
   vim.cmd('bwipeout')
 end)
 
+test(':help sessiontree: the help file has its tags (:helptags), every command, key and option found', function()
+  -- A copy, so that the tags file is not written into the checkout.
+  local dir = vim.fn.tempname() .. '-help'
+  vim.fn.mkdir(dir .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(plugin_dir .. '/doc/sessiontree.txt'), dir .. '/doc/sessiontree.txt')
+  vim.cmd('helptags ' .. vim.fn.fnameescape(dir .. '/doc'))
+  vim.opt.runtimepath:prepend(dir)
+  for _, tag in ipairs({
+    'sessiontree', ':SessionOpen', ':SessionTree', ':SessionContext', ':SessionSearch', ':SessionExport',
+    'sessiontree-<CR>', 'sessiontree-l', 'sessiontree-L', 'sessiontree-f', 'sessiontree-c', 'sessiontree-<Tab>',
+    'sessiontree-zo', 'sessiontree-r', 'sessiontree-?', 'sessiontree-leaf', 'sessiontree-depth',
+    'sessiontree-cmd', 'sessiontree-sessions_dir', 'sessiontree-index_dir', 'sessiontree-store',
+    'sessiontree-confirm', 'sessiontree-health', 'sessiontree-troubleshooting', 'sessiontree-tree',
+  }) do
+    vim.cmd('help ' .. vim.fn.escape(tag, ' '))
+    eq(dir .. '/doc/sessiontree.txt', vim.fn.resolve(vim.api.nvim_buf_get_name(0)), 'the help of ' .. tag)
+    eq(true, vim.api.nvim_get_current_line():find('*' .. tag .. '*', 1, true) ~= nil, 'the cursor on ' .. tag)
+    vim.cmd('helpclose')
+  end
+  vim.opt.runtimepath:remove(dir)
+  vim.fn.delete(dir, 'rf')
+end)
+
 local codes = { st.stop(), other:stop() }
 test('both daemons exit cleanly', function()
   eq({ 0, 0 }, codes)
