@@ -19,7 +19,7 @@ local M = {}
 M.config = { cmd = nil, sessions_dir = nil, index_dir = nil, store = nil, confirm = true }
 
 local HEADER_LINES = 2
-local HELP = '<CR> move leaf  l label  L unlabel  f fork  c context  <Tab> fold  r redraw  ? help'
+local HELP = '<CR> leaf  l label  L unlabel  f fork  c context  <Tab> fold  r redraw  ? help'
 local ENTRY_NOT_FOUND = -32011
 local INVALID_PARAMS = -32602
 
