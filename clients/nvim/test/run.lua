@@ -394,6 +394,17 @@ test('search hits: the matched words marked, code points counted as the daemon c
   eq('0123.html', search.export_name({ sessionId = '0123', name = vim.NIL }, 'html'))
 end)
 
+test('tree lines cut to a width in display columns: wide characters count two, the label and ← leaf stay', function()
+  local render = require('sessiontree.render')
+  eq('héll…', render.truncate('héllo wörld', 5))
+  eq('日本語…', render.truncate('日本語テキスト', 7))
+  eq('a…', render.truncate('a日本', 3), 'a wide character that does not fit is left out whole')
+  local row = { indent = 1, onLeafPath = true, type = 'message', role = 'user', preview = '日本語のテキストがとても長い', label = 'ラベル', leaf = true }
+  eq('  ● user: 日本語のテキ… [ラベル] ← leaf', render.row_line(row, 40), 'one column short: a wide character does not fit')
+  eq(39, vim.fn.strdisplaywidth(render.row_line(row, 40)))
+  eq('  ● user: 日本語のテキストがとても長い [ラベル] ← leaf', render.row_line(row, 60), 'fits: whole')
+end)
+
 --- Pick the first item vim.ui.select offers (as a user would); returns what was offered.
 local function pick_first()
   local offered = {}

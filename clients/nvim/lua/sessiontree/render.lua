@@ -53,24 +53,36 @@ end
 
 local ELLIPSIS = '…'
 
---- `text` cut to at most `width` display columns, ending in "…" when it was cut.
+--- The display columns of `text` (ASCII: its length, without asking Neovim).
+function M.width(text)
+  if not text:find('[\128-\255]') then
+    return #text
+  end
+  return vim.api.nvim_strwidth(text)
+end
+
+--- `text` cut to at most `width` display columns, ending in "…" when it was cut. One pass over
+--- its characters: a tree page cuts up to 200 lines.
 function M.truncate(text, width)
-  if vim.fn.strdisplaywidth(text) <= width then
+  if M.width(text) <= width then
     return text
   elseif width <= 0 then
     return ''
   end
-  local chars = vim.fn.strchars(text)
-  local lo, hi = 0, chars -- the longest head that fits with the ellipsis, by bisection
-  while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
-    if vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, mid)) + 1 <= width then
-      lo = mid
-    else
-      hi = mid - 1
-    end
+  local ascii = (text:find('[\128-\255]') or #text + 1) - 1 -- the ASCII head: a column a byte
+  if ascii >= width - 1 then
+    return text:sub(1, width - 1) .. ELLIPSIS
   end
-  return vim.fn.strcharpart(text, 0, lo) .. ELLIPSIS
+  local used, stop, at = ascii, ascii, ascii + 1
+  for char in text:sub(at):gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    local w = #char == 1 and 1 or vim.api.nvim_strwidth(char)
+    if used + w + 1 > width then
+      break
+    end
+    used, stop = used + w, at + #char - 1
+    at = at + #char
+  end
+  return text:sub(1, stop) .. ELLIPSIS
 end
 
 --- A session/treeView row (an entry, or a run of entries) as one line, at most `width` display
@@ -85,16 +97,15 @@ function M.row_line(row, width)
   local label = row.label and one_line(' [' .. row.label .. ']') or ''
   local leaf = row.leaf and ' ← leaf' or ''
   local line = head .. body .. label .. leaf
-  -- A UTF-8 character takes at least as many bytes as columns: most lines need no measuring.
-  if not width or #line <= width or vim.fn.strdisplaywidth(line) <= width then
+  if not width or M.width(line) <= width then
     return line
   end
-  local room = width - vim.fn.strdisplaywidth(head .. leaf)
-  local min_body = math.min(vim.fn.strdisplaywidth(body), 12) -- "user: Hello…": the kind stays readable
-  if label ~= '' and min_body + vim.fn.strdisplaywidth(label) > room then
+  local room = width - M.width(head .. leaf)
+  local min_body = math.min(M.width(body), 12) -- "user: Hello…": the kind stays readable
+  if label ~= '' and min_body + M.width(label) > room then
     label = ' [' .. M.truncate(one_line(row.label), math.max(room - min_body - 3, 1)) .. ']'
   end
-  body = M.truncate(body, math.max(room - vim.fn.strdisplaywidth(label), 0))
+  body = M.truncate(body, math.max(room - M.width(label), 0))
   return head .. body .. label .. leaf
 end
 
