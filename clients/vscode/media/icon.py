@@ -5,6 +5,7 @@ whose other end is dimmed, as entries off the path are. Standard library only:
 python3 media/icon.py writes the PNG next to this file.
 """
 
+import itertools
 import math
 import struct
 import zlib
@@ -63,7 +64,7 @@ def color_at(x: float, y: float) -> Color:
         return TILE
     if segment_distance(x, y, ROOT, FORK) <= 4.5:
         return PATH
-    if any(segment_distance(x, y, a, b) <= 4.5 for a, b in zip(CURVE, CURVE[1:])):
+    if any(segment_distance(x, y, a, b) <= 4.5 for a, b in itertools.pairwise(CURVE)):
         return PATH
     if segment_distance(x, y, FORK, (OFF_END[0], OFF_END[1] - 10)) <= 3.5:
         return OFF
