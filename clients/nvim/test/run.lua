@@ -888,6 +888,9 @@ test(':checkhealth sessiontree: the command, the daemon and protocol versions, t
   has('protocol version 1.0, session file format 3')
   has('sessions root: ' .. root .. ' (as the daemon reports it)')
   has('open session: ' .. created.path)
+  -- The messages said earlier, in full (said cut to one line).
+  has('recent messages')
+  has("or set $SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })")
   eq(nil, text:find('ERROR', 1, true), 'no errors:\n' .. text)
   vim.cmd('bwipeout')
 end)
