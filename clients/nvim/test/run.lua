@@ -914,6 +914,12 @@ test(':help sessiontree: the help file has its tags (:helptags), every command, 
     eq(true, vim.api.nvim_get_current_line():find('*' .. tag .. '*', 1, true) ~= nil, 'the cursor on ' .. tag)
     vim.cmd('helpclose')
   end
+  -- `?` in the tree: the help of the tree buffer.
+  vim.cmd('SessionTree')
+  press('?')
+  eq(dir .. '/doc/sessiontree.txt', vim.fn.resolve(vim.api.nvim_buf_get_name(0)), '? opens the help')
+  eq(true, vim.api.nvim_get_current_line():find('*sessiontree-tree*', 1, true) ~= nil, 'on the tree buffer section')
+  vim.cmd('helpclose')
   vim.opt.runtimepath:remove(dir)
   vim.fn.delete(dir, 'rf')
 end)
