@@ -12,7 +12,7 @@ syntax match sessiontreeKind /\%(… \)\@![^: ][^:]*:/ contained
 syntax match sessiontreeRun /… [0-9,]\+ entries from/ contained nextgroup=sessiontreeKind skipwhite
 syntax match sessiontreeLabel / \[[^\]]*\]\%( ← leaf\)\?$/ contains=sessiontreeLeaf
 syntax match sessiontreeLeaf /← leaf$/
-syntax match sessiontreeElided /^…/
+syntax match sessiontreeElided /^ *»[0-9]\+/
 syntax match sessiontreePending /^·$/
 
 highlight default link sessiontreeTitle Title

@@ -18,10 +18,14 @@ local function out(text)
   io.stdout:write(text .. '\n')
 end
 
--- Messages the plugin gives the user.
-local messages = {}
+-- Messages the plugin gives the user. Each must fit the command line (one line, no wider than
+-- v:echospace), or Neovim would stop and ask to press ENTER: those that do not are kept in `too_long`.
+local messages, too_long = {}, {}
 vim.notify = function(message, level)
   table.insert(messages, { message = message, level = level })
+  if message:find('\n') or vim.fn.strdisplaywidth(message) > vim.v.echospace then
+    table.insert(too_long, { message = message, columns = vim.o.columns, echospace = vim.v.echospace })
+  end
 end
 local function messages_matching(pattern)
   local found = {}
@@ -116,10 +120,24 @@ local function settle()
   vim.cmd('doautocmd <nomodeline> CursorMoved')
 end
 
+--- Answer the plugin's next yes/no questions (vim.fn.confirm, which headless Neovim answers with
+--- its default) with `yes`; returns the questions asked.
+local function answer_confirm(yes)
+  local asked = {}
+  vim.fn.confirm = function(question, choices, default)
+    table.insert(asked, { question = question, choices = choices, default = default })
+    return yes and 1 or 2
+  end
+  return asked
+end
+
 local function cursor_line()
   return vim.api.nvim_win_get_cursor(0)[1]
 end
 
+-- Wide enough for the whole of every line and message of the tests below but the ones about
+-- width, which make it 80.
+vim.o.columns = 200
 local root = vim.fn.tempname() .. '-sessions'
 vim.fn.mkdir(root, 'p')
 root = vim.fn.resolve(root)
@@ -279,7 +297,11 @@ test('f forks at the entry under the cursor into a new file and shows it', funct
   wait_for('the tree', has_line('  ○ assistant: Hi there'))
   cursor_to('assistant: Hi there')
   local before = st.state.session.path
+  local asked = answer_confirm(true)
   press('f')
+  eq(1, #asked, 'asked before forking')
+  eq('Fork at "assistant: Hi there" into a new session file?', asked[1].question)
+  eq(2, asked[1].default, 'no by default')
   wait_for('the forked session', function()
     return st.state.session.path ~= before and st.state.tree.shown == st.state.session.path
   end)
@@ -370,6 +392,17 @@ test('search hits: the matched words marked, code points counted as the daemon c
   }))
   eq('Empty input- a-b.md', search.export_name({ sessionId = 'x', name = 'Empty input: a/b' }, 'markdown'))
   eq('0123.html', search.export_name({ sessionId = '0123', name = vim.NIL }, 'html'))
+end)
+
+test('tree lines cut to a width in display columns: wide characters count two, the label and ← leaf stay', function()
+  local render = require('sessiontree.render')
+  eq('héll…', render.truncate('héllo wörld', 5))
+  eq('日本語…', render.truncate('日本語テキスト', 7))
+  eq('a…', render.truncate('a日本', 3), 'a wide character that does not fit is left out whole')
+  local row = { indent = 1, onLeafPath = true, type = 'message', role = 'user', preview = '日本語のテキストがとても長い', label = 'ラベル', leaf = true }
+  eq('  ● user: 日本語のテキ… [ラベル] ← leaf', render.row_line(row, 40), 'one column short: a wide character does not fit')
+  eq(39, vim.fn.strdisplaywidth(render.row_line(row, 40)))
+  eq('  ● user: 日本語のテキストがとても長い [ラベル] ← leaf', render.row_line(row, 60), 'fits: whole')
 end)
 
 --- Pick the first item vim.ui.select offers (as a user would); returns what was offered.
@@ -468,7 +501,7 @@ test(':SessionExport markdown {file}: the path to the leaf written there; a mess
     return vim.fn.filereadable(file) == 1 and #messages > 0
   end)
   eq('# Empty input in the parser', vim.fn.readfile(file)[1], 'the first line')
-  eq('sessiontree: exported the path to the leaf as markdown to ' .. file, messages[1].message)
+  eq('sessiontree: exported to ' .. file .. ' (markdown, the path to the leaf)', messages[1].message)
   vim.fn.delete(file)
 end)
 
@@ -486,7 +519,7 @@ test(':SessionExport html tree: the whole tree, to the session name + .html in t
   end)
   vim.cmd('cd ' .. vim.fn.fnameescape(cwd))
   eq('<!DOCTYPE html>', vim.fn.readfile(file)[1], 'the first line')
-  eq('sessiontree: exported the whole tree as html to ' .. file, messages[1].message)
+  eq('sessiontree: exported to Empty input in the parser.html (html, the whole tree)', messages[1].message)
   messages = {}
   vim.cmd('SessionExport pdf')
   eq('sessiontree: export: the format is markdown or html, not "pdf"', messages[1] and messages[1].message)
@@ -623,6 +656,142 @@ test('<CR> on an entry of an unfolded run moves the leaf there (as the daemon sa
   end)
 end)
 
+-- A session twelve branch points deep (each entry of the main line has a second child), its
+-- last entry a long message with a long label.
+local deep = root .. '/--work-deep--/deep.jsonl'
+do
+  local lines = {
+    '{"type":"session","version":3,"id":"01a233f7-0000-7000-8000-00000000d001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/deep"}',
+  }
+  local function add(id, parent, text)
+    lines[#lines + 1] = vim.json.encode({
+      type = 'message', id = id, parentId = parent or vim.NIL, timestamp = '2026-01-01T00:00:00.000Z',
+      message = { role = 'user', content = text, timestamp = 1767225600000 },
+    })
+  end
+  for i = 1, 13 do
+    add(string.format('d%07d', i), i > 1 and string.format('d%07d', i - 1) or nil, 'step ' .. i)
+    if i > 1 and i < 13 then
+      add(string.format('e%07d', i), string.format('d%07d', i - 1), 'aside ' .. i)
+    end
+  end
+  add('d9999999', 'd0000013', 'The last question, long enough that with its depth it would never fit in eighty columns at all')
+  lines[#lines + 1] = vim.json.encode({
+    type = 'label', id = 'd9999998', parentId = 'd9999999', timestamp = '2026-01-01T00:00:00.000Z',
+    targetId = 'd9999999', label = 'a label as long as a sentence, too',
+  })
+  vim.fn.mkdir(vim.fn.fnamemodify(deep, ':h'), 'p')
+  vim.fn.writefile(lines, deep)
+end
+
+test('a deep tree in 80 columns: indentation stops at 8 levels, the depth as a number, labels and ← leaf within the width', function()
+  vim.o.columns = 80
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(deep))
+  wait_for('the tree', function()
+    return st.state.tree.shown == deep
+  end)
+  local lines = tree_lines()
+  for _, line in ipairs(lines) do
+    eq(true, vim.fn.strdisplaywidth(line) <= 80, 'within 80 columns: ' .. line)
+  end
+  eq({
+    '● user: step 1',
+    '  ● user: step 2',
+    '    ● user: step 3',
+    '      ● user: step 4',
+    '        ● user: step 5',
+    '          ● user: step 6',
+    '            ● user: step 7',
+    '              ● user: step 8',
+    '                ● user: step 9',
+    '            »9  ● user: step 10',
+    '            »10 ● user: step 11',
+    '            »11 ● user: step 12',
+    '            »11 ● user: step 13',
+    '            »11 ● user: The last question,… [a label as long as a sentence, too]',
+    '            »11 ● label: d9999999: a label as long as a sentence, too ← leaf',
+    '            »11 ○ user: aside 12',
+    '            »10 ○ user: aside 11',
+    '            »9  ○ user: aside 10',
+    '                ○ user: aside 9',
+    '              ○ user: aside 8',
+  }, vim.list_slice(lines, 1, 20), 'the tree')
+  -- A narrower window: the tree is drawn again for it.
+  vim.o.columns = 60
+  vim.cmd('doautocmd <nomodeline> VimResized')
+  wait_for('the lines cut to 60 columns', function()
+    return vim.fn.strdisplaywidth(tree_lines()[14]) <= 60
+  end)
+  for _, line in ipairs(tree_lines()) do
+    eq(true, vim.fn.strdisplaywidth(line) <= 60, 'within 60 columns: ' .. line)
+  end
+  eq('            »11 ● user: The l… [a label as long as a sente…]', tree_lines()[14], 'the labelled entry')
+  eq('            »11 ● label: d9999999: a label as long a… ← leaf', tree_lines()[15], 'the leaf')
+  vim.o.columns = 200
+end)
+
+test('writes ask first: f asks yes or no, l with nothing typed cancels, L clears a label once confirmed', function()
+  local before = #read_entries(deep)
+  local asked = answer_confirm(false)
+  cursor_to('user: step 8')
+  press('f')
+  eq(1, #asked, 'asked')
+  vim.wait(200)
+  eq(deep, st.state.session.path, 'no fork: still the same session')
+  press('l<CR>')
+  io.stdout:write('\n')
+  vim.wait(200)
+  eq(before, #read_entries(deep), 'nothing written')
+  cursor_to('[a label as long')
+  asked = answer_confirm(true)
+  press('L')
+  eq(true, asked[1] and asked[1].question:find('^Clear the label %[a label as long') ~= nil, vim.inspect(asked))
+  wait_for('the label gone', function()
+    return buffer_lines()[cursor_line()]:find('%[') == nil
+  end)
+  local last = read_entries(deep)
+  eq({ 'label', 'd9999999' }, { last[#last].type, last[#last].targetId }, 'a label entry clearing it')
+  eq(nil, last[#last].label, 'no label text')
+end)
+
+test("setup({ confirm = false }): f forks without asking; <CR> says pi sees the move only below it", function()
+  st.setup({ confirm = false })
+  local asked = answer_confirm(false)
+  messages = {}
+  cursor_to('user: step 8')
+  press('<CR>')
+  wait_for('the message', function()
+    return #messages > 0
+  end)
+  eq('sessiontree: leaf moved; pi sees it only once an entry follows it', messages[1].message)
+  cursor_to('user: step 8')
+  press('f')
+  wait_for('the forked session', function()
+    return st.state.session.path ~= deep and st.state.tree.shown == st.state.session.path
+  end)
+  eq(0, #asked, 'not asked')
+  st.setup({ confirm = true })
+  vim.fn.delete(st.state.session.path)
+end)
+
+test('every message fits in one line of the command line (no hit-enter prompt), at 80 columns too', function()
+  vim.o.columns = 80
+  messages = {}
+  answer_confirm(true)
+  vim.cmd('SessionOpen ' .. vim.fn.fnameescape(deep))
+  wait_for('the tree', function()
+    return st.state.tree.shown == deep
+  end)
+  cursor_to('user: step 8')
+  press('f') -- "forked into" and the new file's name
+  wait_for('the message', function()
+    return #messages_matching('forked into') == 1
+  end)
+  vim.fn.delete(st.state.session.path)
+  vim.o.columns = 200
+  eq({}, too_long, 'messages too long for the command line')
+end)
+
 test(':SessionOpen without a file picks from the sessions under the root', function()
   local select = vim.ui.select
   local offered
@@ -639,7 +808,7 @@ test(':SessionOpen without a file picks from the sessions under the root', funct
     return offered ~= nil
   end)
   vim.ui.select = select
-  eq(4, #offered, 'sessions offered: ' .. vim.inspect(offered))
+  eq(5, #offered, 'sessions offered: ' .. vim.inspect(offered))
   wait_for('the tree of the session chosen', function()
     return st.state.tree.shown == created.path
   end)
@@ -669,8 +838,7 @@ test('the daemon killed: a message says so, the next command starts it again', f
   end)
   eq(1, #messages, 'one message')
   eq(vim.log.levels.ERROR, messages[1].level)
-  eq(true, messages[1].message:find('the daemon exited (killed by SIGKILL)', 1, true) ~= nil, messages[1].message)
-  eq(true, messages[1].message:find('starts again with the next command', 1, true) ~= nil, messages[1].message)
+  eq('sessiontree: the daemon exited (killed by SIGKILL); the next command starts it again', messages[1].message:sub(1, 84))
   -- The next command: a new daemon, the session opened in it again.
   vim.cmd('SessionTree')
   wait_for('a new daemon', function()
@@ -682,7 +850,7 @@ test('the daemon killed: a message says so, the next command starts it again', f
   press('<CR>')
   wait_for('the leaf marker', has_line('  ● assistant: Hi there ← leaf'))
   eq(ids[2], leaf_id(), 'the leaf moved, in the new daemon')
-  eq(1, #messages, 'no more messages: ' .. vim.inspect(messages))
+  eq({ 'sessiontree: ' .. st.LEAF_MOVED }, { messages[2].message, messages[3] }, 'no more messages but the move')
 end)
 
 test('the daemon missing: a clear message', function()
@@ -693,12 +861,12 @@ test('the daemon missing: a clear message', function()
   vim.cmd('SessionOpen ' .. vim.fn.fnameescape(created.path))
   eq(1, #messages, 'one message')
   eq(vim.log.levels.ERROR, messages[1].level)
-  eq(
-    'sessiontree: cannot find the daemon `' .. root .. '/no-such-sessiontree` (the command `' .. root
-      .. '/no-such-sessiontree serve --sessions-dir ' .. root .. '/`). Install sessiontree, or set '
-      .. "$SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })",
-    messages[1].message
-  )
+  local whole = 'sessiontree: cannot find the daemon `' .. root .. '/no-such-sessiontree` (the command `' .. root
+    .. '/no-such-sessiontree serve --sessions-dir ' .. root .. '/`). Install sessiontree, or set '
+    .. "$SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })"
+  eq(whole, st.state.log[#st.state.log].text, 'the whole message, kept for :checkhealth')
+  local shown = messages[1].message
+  eq(whole:sub(1, #shown - #'…'), shown:sub(1, #shown - #'…'), 'said as one line that fits')
   st.config = config
 end)
 
@@ -720,8 +888,40 @@ test(':checkhealth sessiontree: the command, the daemon and protocol versions, t
   has('protocol version 1.0, session file format 3')
   has('sessions root: ' .. root .. ' (as the daemon reports it)')
   has('open session: ' .. created.path)
+  -- The messages said earlier, in full (said cut to one line).
+  has('recent messages')
+  has("or set $SESSIONTREE_COMMAND, or require('sessiontree').setup({ cmd = { ... } })")
   eq(nil, text:find('ERROR', 1, true), 'no errors:\n' .. text)
   vim.cmd('bwipeout')
+end)
+
+test(':help sessiontree: the help file has its tags (:helptags), every command, key and option found', function()
+  -- A copy, so that the tags file is not written into the checkout.
+  local dir = vim.fn.tempname() .. '-help'
+  vim.fn.mkdir(dir .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(plugin_dir .. '/doc/sessiontree.txt'), dir .. '/doc/sessiontree.txt')
+  vim.cmd('helptags ' .. vim.fn.fnameescape(dir .. '/doc'))
+  vim.opt.runtimepath:prepend(dir)
+  for _, tag in ipairs({
+    'sessiontree', ':SessionOpen', ':SessionTree', ':SessionContext', ':SessionSearch', ':SessionExport',
+    'sessiontree-<CR>', 'sessiontree-l', 'sessiontree-L', 'sessiontree-f', 'sessiontree-c', 'sessiontree-<Tab>',
+    'sessiontree-zo', 'sessiontree-r', 'sessiontree-?', 'sessiontree-leaf', 'sessiontree-depth',
+    'sessiontree-cmd', 'sessiontree-sessions_dir', 'sessiontree-index_dir', 'sessiontree-store',
+    'sessiontree-confirm', 'sessiontree-health', 'sessiontree-troubleshooting', 'sessiontree-tree',
+  }) do
+    vim.cmd('help ' .. vim.fn.escape(tag, ' '))
+    eq(dir .. '/doc/sessiontree.txt', vim.fn.resolve(vim.api.nvim_buf_get_name(0)), 'the help of ' .. tag)
+    eq(true, vim.api.nvim_get_current_line():find('*' .. tag .. '*', 1, true) ~= nil, 'the cursor on ' .. tag)
+    vim.cmd('helpclose')
+  end
+  -- `?` in the tree: the help of the tree buffer.
+  vim.cmd('SessionTree')
+  press('?')
+  eq(dir .. '/doc/sessiontree.txt', vim.fn.resolve(vim.api.nvim_buf_get_name(0)), '? opens the help')
+  eq(true, vim.api.nvim_get_current_line():find('*sessiontree-tree*', 1, true) ~= nil, 'on the tree buffer section')
+  vim.cmd('helpclose')
+  vim.opt.runtimepath:remove(dir)
+  vim.fn.delete(dir, 'rf')
 end)
 
 local codes = { st.stop(), other:stop() }

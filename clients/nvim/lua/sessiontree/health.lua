@@ -34,7 +34,7 @@ local function expected_root(cmd)
   return vim.fn.expand('~/.pi/agent/sessions'), "pi's default"
 end
 
-function M.check()
+local function check_daemon()
   start('sessiontree')
   info('Neovim ' .. rpc.nvim_version())
   local st = require('sessiontree')
@@ -111,6 +111,22 @@ function M.check()
   if own then
     client:stop(3000)
   end
+end
+
+-- Messages are cut to one line when they are said; here they are whole.
+local function recent_messages()
+  local log = require('sessiontree').state.log
+  if #log > 0 then
+    start('sessiontree: recent messages')
+    for _, message in ipairs(log) do
+      info(message.text)
+    end
+  end
+end
+
+function M.check()
+  check_daemon()
+  recent_messages()
 end
 
 return M

@@ -119,6 +119,21 @@ local Client = {}
 Client.__index = Client
 M.Client = Client
 
+-- `initializationOptions` of `initialize`: the index directory (false: none) and the store.
+local function initialization_options(opts)
+  local init_options = nil
+  if opts.index_dir == false then
+    init_options = { indexDir = false }
+  elseif opts.index_dir then
+    init_options = { indexDir = vim.fn.fnamemodify(vim.fn.expand(opts.index_dir), ':p') }
+  end
+  if opts.store then
+    init_options = init_options or {}
+    init_options.store = opts.store
+  end
+  return init_options
+end
+
 --- Spawn the daemon and send `initialize`. Returns the client at once (requests made before
 --- the daemon answers `initialize` wait for it), or nil and a message saying why it could not
 --- start. opts:
@@ -134,16 +149,6 @@ function M.start(opts)
   local cmd = M.command(opts.cmd)
   if opts.sessions_dir then
     vim.list_extend(cmd, { '--sessions-dir', vim.fn.fnamemodify(opts.sessions_dir, ':p') })
-  end
-  local init_options = nil
-  if opts.index_dir == false then
-    init_options = { indexDir = false }
-  elseif opts.index_dir then
-    init_options = { indexDir = vim.fn.fnamemodify(vim.fn.expand(opts.index_dir), ':p') }
-  end
-  if opts.store then
-    init_options = init_options or {}
-    init_options.store = opts.store
   end
   local self = setmetatable({
     cmd = cmd,
@@ -175,7 +180,13 @@ function M.start(opts)
     return nil, string.format('cannot start the daemon `%s`: %s', table.concat(cmd, ' '), tostring(pid))
   end
   self.handle, self.pid = handle, pid
+  self:_read_pipes()
+  self:_initialize(initialization_options(opts))
+  return self
+end
 
+-- Read the daemon's answers (framed) from stdout and its lines from stderr.
+function Client:_read_pipes()
   local feed = framer(function(body)
     self:_on_body(body)
   end)
@@ -196,7 +207,11 @@ function M.start(opts)
       partial = partial:match('[^\n]*$')
     end
   end)
+end
 
+-- Send `initialize`; requests made meanwhile wait in the queue until it is answered.
+function Client:_initialize(init_options)
+  local opts = self.opts
   self:_send_request('initialize', {
     processId = vim.fn.getpid(),
     clientInfo = { name = 'sessiontree.nvim', version = M.nvim_version() },
@@ -217,7 +232,6 @@ function M.start(opts)
       opts.on_ready(self)
     end
   end)
-  return self
 end
 
 function Client:_stderr_line(line)

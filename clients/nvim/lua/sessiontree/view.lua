@@ -11,11 +11,12 @@ M.PAGE = 200 -- rows per session/treeView request
 local View = {}
 View.__index = View
 
---- A view of `total` rows, none loaded yet.
-function M.new(total, leaf_id)
+--- A view of `total` rows, none loaded yet, drawn in `width` columns (nil: as long as they are).
+function M.new(total, leaf_id, width)
   return setmetatable({
     total = total,
     leafId = leaf_id,
+    width = width,
     rows = {}, -- position -> row
     pages = {}, -- offset -> 'loading' | 'loaded'
     runs = {}, -- the unfolded runs, by position: {id, pos, count, lastId, rows = {}, pages = {}}
@@ -99,14 +100,14 @@ end
 
 function View:text(line)
   local row = self:row(line)
-  return row and render.row_line(row) or render.PENDING
+  return row and render.row_line(row, self.width) or render.PENDING
 end
 
 --- Every line, for drawing the whole buffer.
 function View:lines()
   local lines, n = {}, 0
   local pending, row_line = render.PENDING, render.row_line
-  local rows, runs, next_run = self.rows, self.runs, 1
+  local rows, runs, next_run, width = self.rows, self.runs, 1, self.width
   for pos = 0, self.total - 1 do
     local run = runs[next_run]
     if run and run.pos == pos then
@@ -115,12 +116,12 @@ function View:lines()
       for offset = 0, run.count - 1 do
         local row = entries[offset]
         n = n + 1
-        lines[n] = row and row_line(row) or pending
+        lines[n] = row and row_line(row, width) or pending
       end
     else
       local row = rows[pos]
       n = n + 1
-      lines[n] = row and row_line(row) or pending
+      lines[n] = row and row_line(row, width) or pending
     end
   end
   return lines
@@ -170,7 +171,7 @@ function View:put(offset, rows)
     if run then
       line = line + run.count
     else
-      changed[#changed + 1] = { line, render.row_line(row) }
+      changed[#changed + 1] = { line, render.row_line(row, self.width) }
       line = line + 1
     end
   end
@@ -184,7 +185,7 @@ function View:put_run(run, offset, rows)
   local line = self:line_of(run.pos) + offset
   for k, row in ipairs(rows) do
     run.rows[offset + k - 1] = row
-    changed[#changed + 1] = { line + k - 1, render.row_line(row) }
+    changed[#changed + 1] = { line + k - 1, render.row_line(row, self.width) }
   end
   run.pages[offset] = 'loaded'
   return changed
