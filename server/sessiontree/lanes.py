@@ -26,7 +26,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 T = TypeVar("T")
 WORKERS = 32  # sessions whose calls wait on the server at once; more queue for a free worker
@@ -99,6 +99,8 @@ class Lanes:
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
+            if work.done() and not work.cancelled() and work.exception() is None:
+                return cast(T, work.result())  # it ended (committed) first: its answer is the truth
             job.cancel()
             raise
 

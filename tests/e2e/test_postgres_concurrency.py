@@ -72,6 +72,10 @@ def test_a_wait_on_one_session_holds_up_no_other_and_a_cancel_answers_it_at_once
         assert "result" in context, context
         appended = answer(daemon, append_request("B while A waits", free))
         assert "result" in appended, appended
+        daemon.send_message(append_request("A queued", held))  # behind A's first append: not begun
+        daemon.send_message({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "A queued"}})
+        queued = next_answer(daemon)
+        assert queued["id"] == "A queued" and queued["error"]["code"] == REQUEST_CANCELLED, queued
         daemon.send_message({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "A behind the lock"}})
         cancelled = next_answer(daemon)  # before the lock is released
         assert cancelled["id"] == "A behind the lock", cancelled
@@ -85,7 +89,7 @@ def test_a_wait_on_one_session_holds_up_no_other_and_a_cancel_answers_it_at_once
         {"jsonrpc": "2.0", "id": "entries", "method": "session/entries", "params": {"sessionId": held, "since": None}},
     )
     texts = [entry["message"]["content"] for entry in entries["result"]["entries"] if entry.get("type") == "message"]
-    assert texts == ["A after the lock"]  # the cancelled append left nothing behind
+    assert texts == ["A after the lock"]  # the cancelled appends left nothing behind
     with psycopg.connect(pg_dsn, autocommit=True) as connection:
         stored = connection.execute(
             "SELECT count(*) FROM sessiontree.lines JOIN sessiontree.sessions USING (sid) WHERE name = %s",

@@ -83,6 +83,7 @@ class Database:
         self._secrets = secrets(dsn)
         self._connections: dict[int, Connection] = {}  # by thread
         self._interrupted: set[int] = set()  # threads whose call was cancelled
+        self._closing = threading.Lock()  # a connection is not closed while a cancel reads it
 
     @property
     def _connection(self) -> Connection | None:
@@ -173,7 +174,7 @@ class Database:
     def drop(self) -> None:
         connection = self._connections.pop(threading.get_ident(), None)
         if connection is not None:
-            with contextlib.suppress(Exception):
+            with self._closing, contextlib.suppress(Exception):
                 connection.close()
 
     # ------------------------------------------------------------------ calls from other threads
@@ -188,18 +189,23 @@ class Database:
         if connection is not None and not connection.closed:
             threading.Thread(target=self._cancel, args=(connection,), name="sessiontree-cancel", daemon=True).start()
 
-    @staticmethod
-    def _cancel(connection: Connection) -> None:
-        with contextlib.suppress(Exception):  # the call ended meanwhile, or the server is gone: nothing to stop
-            connection.cancel_safe(timeout=CONNECT_TIMEOUT)
+    def _cancel(self, connection: Connection) -> None:
+        with self._closing, contextlib.suppress(Exception):  # the server is gone: nothing to stop
+            if not connection.closed:
+                connection.cancel_safe(timeout=CONNECT_TIMEOUT)
 
     def resume(self, thread: int) -> None:
-        self._interrupted.discard(thread)
+        """Called in `thread` as its next call begins. After an interrupt its connection is made
+        anew: a cancel still on its way must not reach this call's statements."""
+        if thread in self._interrupted:
+            self._interrupted.discard(thread)
+            self.drop()
 
     def close(self) -> None:
         """Every thread's connection closed (the calls that used them have ended)."""
         self.end_transaction(commit=False)
-        for connection in list(self._connections.values()):
-            with contextlib.suppress(Exception):
-                connection.close()
-        self._connections.clear()
+        with self._closing:
+            for connection in list(self._connections.values()):
+                with contextlib.suppress(Exception):
+                    connection.close()
+            self._connections.clear()
