@@ -263,18 +263,21 @@ class _PollInLanes:
         self._service = service
         self._lanes = lanes
         self._pending: tuple[int | None, set[Path] | None] | None = None  # (limit, only: None for all)
+        self._taking = threading.Lock()  # the loop folds polls in while the worker may take them
 
     def poll(self, limit: int | None = None, only: Collection[Path] | None = None) -> None:
-        if self._pending is not None:
-            _, paths = self._pending
-            self._pending = (limit, None if paths is None or only is None else paths | set(only))
-            return
-        self._pending = (limit, None if only is None else set(only))
+        with self._taking:
+            if self._pending is not None:  # not taken yet: this poll rides along
+                _, paths = self._pending
+                self._pending = (limit, None if paths is None or only is None else paths | set(only))
+                return
+            self._pending = (limit, None if only is None else set(only))
         task = asyncio.get_running_loop().create_task(self._lanes.run(None, self._run))
         task.add_done_callback(_logged)
 
     def _run(self) -> None:
-        pending, self._pending = self._pending, None  # taken in the worker: a poll asked from now on is a new one
+        with self._taking:  # taken in the worker: a poll asked from now on is a new one
+            pending, self._pending = self._pending, None
         if pending is not None:
             self._service.poll(*pending)
 

@@ -96,3 +96,61 @@ def test_a_wait_on_one_session_holds_up_no_other_and_a_cancel_answers_it_at_once
             (Path(held_path).relative_to(sessions_dir).as_posix(),),
         ).fetchone()
     assert stored == (2,)  # the header and the one append
+
+
+def assistant_entry(text: str) -> dict[str, Any]:
+    usage = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120}
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "messages",
+        "provider": "p",
+        "model": "m",
+    }
+    return {"type": "message", "message": message | {"usage": usage, "stopReason": "stop", "timestamp": 2}}
+
+
+def test_a_compaction_round_trip_on_another_session_completes_while_one_waits(
+    start_daemon: Any, sessions_dir: Path, pg_dsn: str
+) -> None:
+    """`session/compact` prepares and commits in its session's lane: a wait elsewhere holds up neither."""
+    daemon = start_daemon("--sessions-dir", str(sessions_dir), "--store", with_options(pg_dsn, "-c lock_timeout=10min"))
+    capabilities = {"experimental": {"sessiontree": {"summarize": True}}}
+    daemon.send_message(
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"processId": None, "capabilities": capabilities}}
+    )
+    assert "result" in daemon.next(60.0)
+    daemon.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    held, held_path = create(daemon, "/work/held")
+    free, _ = create(daemon, "/work/free")
+    for turn in range(3):
+        for number, entry in enumerate(
+            (user_entry(f"question {turn} " + "why " * 30), assistant_entry("because " * 30))
+        ):
+            params = {"sessionId": free, "entry": entry}
+            assert "result" in answer(
+                daemon, {"jsonrpc": "2.0", "id": f"turn {turn}.{number}", "method": "session/append", "params": params}
+            )
+    with row_locked(pg_dsn, Path(held_path), sessions_dir):
+        daemon.send_message(append_request("A behind the lock", held))
+        until(lambda: waiting_on_a_lock(pg_dsn) == 1)
+        settings = {"reserveTokens": 1000, "keepRecentTokens": 90}
+        daemon.send_message(
+            {
+                "jsonrpc": "2.0",
+                "id": "compact",
+                "method": "session/compact",
+                "params": {"sessionId": free, "settings": settings},
+            }
+        )
+        asked = daemon.next(BOUND_SECONDS)  # before: nothing until A's wait ends
+        assert asked.get("method") == "sessiontree/summarize", asked
+        daemon.send_message({"jsonrpc": "2.0", "id": asked["id"], "result": {"summary": "what happened"}})
+        compacted = next_answer(daemon)
+        assert compacted["id"] == "compact" and "result" in compacted, compacted
+        daemon.send_message({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "A behind the lock"}})
+        assert next_answer(daemon)["error"]["code"] == REQUEST_CANCELLED
+    context = answer(
+        daemon, {"jsonrpc": "2.0", "id": "context", "method": "session/context", "params": {"sessionId": free}}
+    )
+    assert context["result"]["messages"][0]["role"] == "compactionSummary", context
