@@ -15,9 +15,12 @@ that thread's own (see backend/postgres/database.py), while the loop goes on rea
   back). Either way the caller is answered at once; the lane waits for the worker to finish, so
   the session's next call starts on a settled session.
 
-The file store keeps its direct path: a hop to a thread and back costs about 50-100 us a request
-(`tests/benchmarks/request_cost.py`: a session/append is about 150 us in all), against a
-PostgreSQL round trip of about the same, which the thread lets overlap with other sessions' work.
+Why only then. Measured on the 2-core test machine (loaded): a hop to a worker and back
+(`await loop.run_in_executor`) costs about 70 us of CPU and 220 us of wall time, while a whole
+file-store `session/append` costs the daemon about 100 us of CPU
+(`tests/benchmarks/request_cost.py`): a hop would nearly double it, for files that never make a
+request wait. So the file store keeps its direct path, and only a store whose calls are network
+round trips (hundreds of us already, seconds when a row is locked) pays for the hop.
 """
 
 from __future__ import annotations
