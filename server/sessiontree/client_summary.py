@@ -10,7 +10,8 @@ client's summarising as a `$/cancelRequest` of ours; a client that answers ours 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
 
 from . import protocol
 from .errors import NothingToCompact, SessionTreeError, SummarizerUnavailable, SummaryFailed
@@ -22,6 +23,9 @@ from .service import SessionService
 
 SUMMARIZE: Final = "sessiontree/summarize"
 DEFAULT_TIMEOUT_MS: Final = 300_000
+T = TypeVar("T")
+# Runs a service call in a session's lane (server.py, lanes.py), when the store's calls may wait.
+InLane = Callable[[str | None, Callable[[], Any]], Awaitable[Any]]
 
 
 class SummaryCancelled(SessionTreeError):
@@ -41,10 +45,16 @@ def can_summarize(capabilities: dict[str, Any]) -> bool:
 class Summarizer:
     """Asks the client for summaries on behalf of one daemon."""
 
-    def __init__(self, peer: LspServer, service: SessionService, client_capabilities: dict[str, Any]) -> None:
+    def __init__(
+        self, peer: LspServer, service: SessionService, client_capabilities: dict[str, Any], in_lane: InLane | None = None
+    ) -> None:
         self.peer = peer
         self.service = service
         self.client_capabilities = client_capabilities
+        self.in_lane = in_lane
+
+    async def _call(self, session_id: str, call: Callable[[], T]) -> T:
+        return call() if self.in_lane is None else await self.in_lane(session_id, call)
 
     def _require_capability(self) -> None:
         if not can_summarize(self.client_capabilities):
@@ -55,7 +65,7 @@ class Summarizer:
     async def compact(self, params: protocol.CompactParams) -> protocol.CommitCompactionResult:
         self._require_capability()
         prepare = protocol.PrepareCompactionParams(params.session_id, UNSET, params.settings, params.custom_instructions)
-        prepared = self.service.prepare_compaction(prepare)
+        prepared = await self._call(params.session_id, lambda: self.service.prepare_compaction(prepare))
         if prepared is None:
             raise NothingToCompact(
                 "nothing to compact: the path is empty, ends in a compaction, or has no message before the kept part"
@@ -68,7 +78,7 @@ class Summarizer:
             params.session_id, prepared.leaf_id, answer.summary, answer.turn_prefix_summary, params.settings,
             usage=answer.usage,
         )
-        return self.service.commit_compaction(commit)
+        return await self._call(params.session_id, lambda: self.service.commit_compaction(commit))
 
     async def navigate(self, params: protocol.NavigateParams) -> protocol.CommitBranchSummaryResult:
         self._require_capability()
@@ -77,7 +87,7 @@ class Summarizer:
             params.session_id, params.target_id, UNSET, window, reserve,
             custom_instructions=params.custom_instructions, replace_instructions=params.replace_instructions,
         )
-        prepared = self.service.prepare_branch_summary(prepare)
+        prepared = await self._call(params.session_id, lambda: self.service.prepare_branch_summary(prepare))
         summary = usage = None
         if prepared.prompt is not None:  # pi asks no model when nothing is left to summarise
             request = SummarizeParams(params.session_id, "branchSummary", branch_summary=prepared)
@@ -87,7 +97,7 @@ class Summarizer:
             params.session_id, params.target_id, prepared.from_id, summary, context_window=window, reserve_tokens=reserve,
             usage=usage,
         )
-        return self.service.commit_branch_summary(commit)
+        return await self._call(params.session_id, lambda: self.service.commit_branch_summary(commit))
 
     # ----------------------------------------------------------------- the round trip
 

@@ -2,22 +2,26 @@
 
 The wire itself (framing, envelope checks, dispatch, requests to the client, cancellation, the
 LSP lifecycle, tracing and progress) is `rpc/`; the domain is `SessionService`. Everything runs
-on one event loop, one message at a time, in arrival order: the service is synchronous and
-fast, so handlers call it directly; only the methods that wait for the client's summary
-(`session/compact`, `session/navigate`) run as tasks.
+on one event loop, one message at a time, in arrival order: with session files the service is
+synchronous and fast, so handlers call it directly; only the methods that wait for the client's
+summary (`session/compact`, `session/navigate`) run as tasks. With a PostgreSQL store a call may
+wait on the server for seconds, so every service call runs in a worker thread, in its session's
+lane (lanes.py): one session's waits hold up no other, and `$/cancelRequest` stops them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, Final
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 
@@ -33,6 +37,7 @@ from .config import (
     resolve_store,
 )
 from .errors import InvalidParams
+from .lanes import Interruptible, Lanes
 from .protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION, parse_params, to_wire
 from .rpc.allocator import tune_allocator
 from .rpc.lsp import InitializeParams, LspServer, MessageType
@@ -42,6 +47,7 @@ from .service import ServiceConfig, SessionService
 from .watch import Watcher
 
 log = logging.getLogger("sessiontree")
+T = TypeVar("T")
 
 NAME: Final = "sessiontree"
 DID_CHANGE: Final = "session/didChange"
@@ -74,6 +80,9 @@ class Daemon(LspServer):
         self.client_capabilities: dict[str, Any] = {}
         self._watcher: Watcher | None = None
         self._closed = False  # on_close ran: a search whose refresh ends now must not reopen the index
+        self.lanes: Lanes | None = None  # where service calls run when they may wait on a server
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = threading.get_ident()
 
     @property
     def service(self) -> SessionService:
@@ -91,12 +100,16 @@ class Daemon(LspServer):
         service = SessionService(config, self._did_change)
         service.backend.start()  # a store that cannot be reached fails `initialize`, with why
         self._service = service
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        if isinstance(service.backend, Interruptible):
+            self.lanes = Lanes(service.backend)
         self.client_capabilities = params.capabilities
         self.handlers.update((method, bind(method, handler, self)) for method, handler in HANDLERS.items())
         self.batch_handlers.update(
-            (method, bind_batch(method, handler.batch, service)) for method, handler in HANDLERS.items() if handler.batch
+            (method, bind_batch(method, handler.batch, self)) for method, handler in HANDLERS.items() if handler.batch
         )
-        self._watcher = Watcher(service, lambda: self.channel is None or not self.channel.output_paused)
+        watched = service if self.lanes is None else cast(SessionService, _PollInLanes(service, self.lanes))
+        self._watcher = Watcher(watched, lambda: self.channel is None or not self.channel.output_paused)
         self._watcher.start()
         log.info("serving sessions under %s (durability %s)", root, durability)  # the Neovim plugin reads this line
         if store is not None:
@@ -112,18 +125,35 @@ class Daemon(LspServer):
         self._closed = True
         if self._watcher is not None:
             self._watcher.stop()
+        if self.lanes is not None:
+            self.lanes.close()  # the calls in workers end first: then their connections may close
         if self._service is not None:
             self._service.close_all()
 
     def _did_change(self, change: p.DidChangeParams) -> None:
-        """Tell the client about entries another process appended (see the service's listener)."""
-        self.notify(DID_CHANGE, to_wire(change))
+        """Tell the client about entries another process appended (see the service's listener).
+        Heard in a worker (lanes), it is sent from the loop, before the answer of that call."""
+        message = to_wire(change)
+        if self._loop is not None and threading.get_ident() != self._loop_thread:
+            self._loop.call_soon_threadsafe(self.notify, DID_CHANGE, message)
+        else:
+            self.notify(DID_CHANGE, message)
+
+    async def in_lane(self, key: str | None, call: Callable[[], T]) -> T:
+        """`call` in a worker, in the lane of session `key` (None: after and before every other)."""
+        assert self.lanes is not None
+        return await self.lanes.run(key, call)
 
     # ----------------------------------------------------------------- methods with more to say
 
     def open(self, params: p.OpenParams) -> p.OpenResult:
         """Each warning of the file is also sent as a `window/logMessage`, before the answer."""
-        result = self.service.open(params)
+        return self._warned(self.service.open(params))
+
+    async def open_in_lanes(self, params: p.OpenParams) -> p.OpenResult:
+        return self._warned(await self.in_lane(None, functools.partial(self.service.open, params)))
+
+    def _warned(self, result: p.OpenResult) -> p.OpenResult:
         for warning in result.warnings:
             self.log_message(MessageType.WARNING, f"{result.path}: {warning.message}")
         return result
@@ -148,6 +178,23 @@ class Daemon(LspServer):
         finally:
             progress.end()
 
+    async def list_in_lanes(self, params: p.ListParams) -> p.ListResult:
+        """`list`, its progress reported from the worker through the loop."""
+        if params.work_done_token is None:
+            return await self.in_lane(None, functools.partial(self.service.list, params))
+        loop = asyncio.get_running_loop()
+        progress = self.progress(params.work_done_token)
+        progress.begin("Listing sessions", percentage=0)
+
+        def report(done: int, total: int) -> None:  # in the worker
+            percent = 100 if total <= 0 else min(100, done * 100 // total)
+            loop.call_soon_threadsafe(lambda: progress.report(message=f"{done}/{total}", percentage=percent))
+
+        try:
+            return await self.in_lane(None, functools.partial(self.service.list, params, report))
+        finally:
+            progress.end()
+
     async def search(self, params: p.SearchParams) -> p.SearchResult:
         """The index is brought up to date first, in a worker thread, so the daemon answers other
         requests meanwhile; with a `workDoneToken`, `$/progress` as files are read. A cancelled
@@ -169,14 +216,19 @@ class Daemon(LspServer):
         try:
             indexed = await self._refresh_search(report)
             try:
-                return self.service.search(params, indexed)
+                return await self._search(params, indexed)
             except IndexDamaged as exc:
                 self.log_message(MessageType.WARNING, f"{exc.message}: rebuilding it now")
                 indexed = await self._refresh_search(report)
-                return self.service.search(params, indexed)
+                return await self._search(params, indexed)
         finally:
             if progress is not None:
                 progress.end()
+
+    async def _search(self, params: p.SearchParams, indexed: RefreshStats) -> p.SearchResult:
+        if self.lanes is None:
+            return self.service.search(params, indexed)
+        return await self.in_lane(None, functools.partial(self.service.search, params, indexed))
 
     async def _refresh_search(self, report: Callable[[int, int], None] | None) -> RefreshStats:
         """The index brought up to date in a worker thread; a cancel stops it between files."""
@@ -191,10 +243,48 @@ class Daemon(LspServer):
         return indexed
 
     async def compact(self, params: p.CompactParams) -> p.CommitCompactionResult:
-        return await Summarizer(self, self.service, self.client_capabilities).compact(params)
+        return await self._summarizer().compact(params)
 
     async def navigate(self, params: p.NavigateParams) -> p.CommitBranchSummaryResult:
-        return await Summarizer(self, self.service, self.client_capabilities).navigate(params)
+        return await self._summarizer().navigate(params)
+
+    def _summarizer(self) -> Summarizer:
+        """Its service calls in their session's lane, when there are lanes."""
+        return Summarizer(self, self.service, self.client_capabilities, None if self.lanes is None else self.in_lane)
+
+
+class _PollInLanes:
+    """The service as the watcher sees it when calls run in lanes: a poll is a call on no one
+    session (it syncs any subscribed session, so it runs alone). Polls asked for while one waits
+    to run are folded into it."""
+
+    def __init__(self, service: SessionService, lanes: Lanes) -> None:
+        self.backend = service.backend
+        self._service = service
+        self._lanes = lanes
+        self._pending: tuple[int | None, set[Path] | None] | None = None  # (limit, only: None for all)
+        self._taking = threading.Lock()  # the loop folds polls in while the worker may take them
+
+    def poll(self, limit: int | None = None, only: Collection[Path] | None = None) -> None:
+        with self._taking:
+            if self._pending is not None:  # not taken yet: this poll rides along
+                _, paths = self._pending
+                self._pending = (limit, None if paths is None or only is None else paths | set(only))
+                return
+            self._pending = (limit, None if only is None else set(only))
+        task = asyncio.get_running_loop().create_task(self._lanes.run(None, self._run))
+        task.add_done_callback(_logged)
+
+    def _run(self) -> None:
+        with self._taking:  # taken in the worker: a poll asked from now on is a new one
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            self._service.poll(*pending)
+
+
+def _logged(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("checking subscribed sessions failed: %s", exc)
 
 
 @attrs.frozen
@@ -211,15 +301,17 @@ class Handler:
     batch: Callable[[Any, list[Any]], list[Any]] | None = None
     # A check of the raw params before they are structured (which would take a string for a list).
     check: Callable[[Any], Any] | None = None
+    # The `Daemon` method's form for service calls in lanes (lanes.py), where it differs.
+    in_lanes: Callable[[Any, Any], Any] | None = None
 
 
 # Every method of protocol.METHODS, once (a test holds the two tables in step).
 HANDLERS: Final[dict[str, Handler]] = {
     "session/create": Handler(p.CreateParams, SessionService.create),
-    "session/open": Handler(p.OpenParams, Daemon.open, daemon=True),
+    "session/open": Handler(p.OpenParams, Daemon.open, daemon=True, in_lanes=Daemon.open_in_lanes),
     "session/close": Handler(p.SessionParams, SessionService.close),
     "session/info": Handler(p.SessionParams, SessionService.info),
-    "session/list": Handler(p.ListParams, Daemon.list, daemon=True),
+    "session/list": Handler(p.ListParams, Daemon.list, daemon=True, in_lanes=Daemon.list_in_lanes),
     "session/append": Handler(p.AppendParams, SessionService.append, batch=SessionService.append_many),
     "session/context": Handler(p.ContextParams, SessionService.context),
     "session/tree": Handler(p.TreeParams, SessionService.tree),
@@ -245,11 +337,26 @@ HANDLERS: Final[dict[str, Handler]] = {
 }
 
 
+def lane_of(params: Any) -> str | None:
+    """The session a request works on (its lane), or None for one on no one session: a
+    `session/create`, `open`, `list`, `search`, a `session/stats` of a cwd."""
+    session_id = getattr(params, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
+
+
 def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
-    """The endpoint's handler for `method`: parse the raw params, make the call, unstructure."""
+    """The endpoint's handler for `method`: parse the raw params, make the call, unstructure.
+    With lanes, a service call runs in its session's lane, and the result is unstructured there."""
     target = daemon if handler.daemon else daemon.service
-    call = handler.call
+    call = handler.call if daemon.lanes is None or handler.in_lanes is None else handler.in_lanes
     check = handler.check or (lambda params: params)
+    if daemon.lanes is not None and not handler.daemon:
+
+        async def run_in_lane(params: Any) -> Any:
+            parsed = parse_params(method, check(params))
+            return await daemon.in_lane(lane_of(parsed), lambda: to_wire(call(target, parsed)))
+
+        return run_in_lane
     if inspect.iscoroutinefunction(call):
 
         async def run_async(params: Any) -> Any:
@@ -263,10 +370,12 @@ def bind(method: str, handler: Handler, daemon: Daemon) -> Callable[[Any], Any]:
     return run
 
 
-def bind_batch(method: str, call: Callable[[Any, list[Any]], list[Any]], service: SessionService) -> Callable[[list[Any]], list[Any]]:
-    """The endpoint's batch handler for `method`: params that do not parse fail alone."""
+def bind_batch(method: str, call: Callable[[Any, list[Any]], list[Any]], daemon: Daemon) -> Callable[[list[Any]], Any]:
+    """The endpoint's batch handler for `method`: params that do not parse fail alone. With lanes
+    the call runs in the lane of the requests' session (of none, when they name several)."""
+    service = daemon.service
 
-    def run(raw: list[Any]) -> list[Any]:
+    def parse(raw: list[Any]) -> tuple[list[Any], list[Any]]:
         outcomes: list[Any] = []
         parsed: list[Any] = []
         for params in raw:
@@ -275,14 +384,26 @@ def bind_batch(method: str, call: Callable[[Any, list[Any]], list[Any]], service
                 outcomes.append(None)
             except InvalidParams as exc:
                 outcomes.append(exc)
-        results = iter(call(service, parsed))
-        answers: list[Any] = []
+        return outcomes, parsed
+
+    def answers(outcomes: list[Any], parsed: list[Any]) -> list[Any]:
+        results = iter(call(service, parsed) if parsed else [])
+        done: list[Any] = []
         for outcome in outcomes:
             result = next(results) if outcome is None else outcome
-            answers.append(result if isinstance(result, Exception) else to_wire(result))
-        return answers
+            done.append(result if isinstance(result, Exception) else to_wire(result))
+        return done
 
-    return run
+    def run(raw: list[Any]) -> list[Any]:
+        return answers(*parse(raw))
+
+    async def run_in_lane(raw: list[Any]) -> list[Any]:
+        outcomes, parsed = parse(raw)
+        lanes = {lane_of(params) for params in parsed}
+        key = lanes.pop() if len(lanes) == 1 else None
+        return await daemon.in_lane(key, lambda: answers(outcomes, parsed))
+
+    return run if daemon.lanes is None else run_in_lane
 
 
 # --------------------------------------------------------------------------- entry point

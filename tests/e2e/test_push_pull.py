@@ -407,3 +407,27 @@ def test_push_of_a_fifo_fails_alone_instead_of_waiting_for_a_writer(pg_dsn: str,
     assert done.returncode == 1, done.stdout + done.stderr
     assert outcomes(done) == {"--home-user-project--/fifo.jsonl": "failed", f"--home-user-project--/{VALID}": "created"}
     assert "is not a regular file" in done.stdout
+
+
+def test_push_of_a_file_whose_header_cwd_has_a_lone_surrogate_fails_alone_saying_why(
+    pg_dsn: str, root: Path, tmp_path: Path
+) -> None:
+    """A header `cwd` with half an emoji names no place below the root (names.py refuses such a name
+    for a pull too): that file fails with a plain message naming it, and the others are pushed."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    header = b'{"type":"session","version":3,"id":"odd","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/home/\\ud83d"}\n'
+    odd = outside / "odd.jsonl"
+    odd.write_bytes(header + entry("4a1f0001", None, "hi"))
+    shutil.copyfile(PI_QUIRK_CASES / VALID, outside / VALID)
+    done = push(pg_dsn, root, outside)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    failed = [line for line in lines if " failed " in line]
+    assert len(failed) == 1 and str(odd) in failed[0], done.stdout
+    # before: "the store holds a session named ..., it is left alone", as a pull says of a stored name
+    assert "header's cwd" in failed[0] and "lone surrogate" in failed[0] and "not pushed" in failed[0], failed
+    assert "the store holds" not in failed[0], failed
+    assert sum(" created " in line for line in lines) == 1, done.stdout
+    assert int(sql(pg_dsn, "SELECT count(*) FROM sessiontree.sessions")[0][0]) == 1

@@ -28,7 +28,9 @@ How a connection works here:
 - Requests of one method that arrive one after another in the same read may be answered together
   when the method has a `batch_handlers` entry: it takes their params in order and returns, per
   request, its result or the exception that fails it. Each is still answered on its own, in
-  order, before the next message of the read is looked at.
+  order, before the next message of the read is looked at; or, when it returns a coroutine (a
+  call that may wait on a server), each in order once it is done, while later messages go on (a
+  `$/cancelRequest` does not split such a batch: each request gets its own outcome).
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ CANCEL_REQUEST: Final = "$/cancelRequest"
 JSONRPC: Final = "2.0"
 
 Handler = Callable[[Any], Any]  # the raw params -> a JSON-ready result, or a coroutine of one
-# The raw params of several requests -> per request, a JSON-ready result or the exception that fails it.
-BatchHandler = Callable[[list[Any]], list[Any]]
+# The raw params of several requests -> per request, a JSON-ready result or the exception that fails
+# it (or a coroutine of that list).
+BatchHandler = Callable[[list[Any]], Any]
 NotificationHandler = Callable[[Any], None]
 Send = Callable[[Any], None]
 
@@ -136,6 +139,24 @@ class Endpoint:
             outcomes = handler([request.params for request in requests])
         except Exception as exc:
             outcomes = [exc] * len(requests)
+        if asyncio.iscoroutine(outcomes):
+            task = asyncio.get_running_loop().create_task(outcomes)
+            task.add_done_callback(lambda done: self._answer_batch_from(requests, done))
+            return
+        self._send_outcomes(requests, outcomes)
+
+    def _answer_batch_from(self, requests: list[Request], task: asyncio.Task[Any]) -> None:
+        if task.cancelled():  # the daemon closed under it
+            return
+        exc = task.exception()
+        if self.stopped:
+            return
+        try:
+            self._send_outcomes(requests, [exc] * len(requests) if exc is not None else task.result())
+        except ConnectionError:
+            log.info("no answers sent to %d requests: the connection is closed", len(requests))
+
+    def _send_outcomes(self, requests: list[Request], outcomes: list[Any]) -> None:
         for request, outcome in zip(requests, outcomes, strict=True):
             if isinstance(outcome, Exception):
                 self.send_error(request.id, *self.error_of(outcome))

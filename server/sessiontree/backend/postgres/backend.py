@@ -216,6 +216,14 @@ class PostgresBackend:
     def changes(self) -> ChangeFeed:
         return ChangeFeed(self.db.dsn, self.db, self._paths)
 
+    # ------------------------------------------------------------------ calls in worker threads (lanes.py)
+
+    def interrupt(self, thread: int) -> None:
+        self.db.interrupt(thread)
+
+    def resume(self, thread: int) -> None:
+        self.db.resume(thread)
+
     def close(self) -> None:
         self.db.close()
 

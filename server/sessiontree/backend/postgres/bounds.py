@@ -1,6 +1,6 @@
 """How long the daemon waits on the store, at most: every wait is bounded.
 
-The daemon runs store calls in its one thread, so a wait on the store is a wait of every session.
+A wait on the store holds up its session's later calls (lanes.py), so every wait must end.
 The bounds are libpq's and the server's own settings, set where users set them already: the
 connection string (`connect_timeout=…`, `options=-c lock_timeout=…`), `PGCONNECT_TIMEOUT` and
 `PGOPTIONS`, or the role's, the database's or the server's defaults. A bound none of them sets

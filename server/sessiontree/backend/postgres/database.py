@@ -2,21 +2,25 @@
 and never shown with its password.
 
 libpq reads what users expect: the connection string (a URI or `key=value` words), the `PG*`
-environment variables and `~/.pgpass`. The daemon is single-threaded, so one connection serves
-every session; a transaction is open only while a session's row is locked for an append.
+environment variables and `~/.pgpass`. Each thread has a connection of its own: the daemon runs
+store calls in worker threads, one session's calls at a time (lanes.py), so a call that waits on
+a row lock holds up no other session's connection. A transaction is open only while a session's
+row is locked for an append, inside one call. `interrupt` stops a thread's call from another
+thread (a `$/cancelRequest`): the server cancels its statement, which rolls the transaction back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import select
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 
 from ...errors import StorageError, StoreUnavailable
-from .bounds import AnswerTimeout, BoundedConnection, connect_arguments, settle
+from .bounds import CONNECT_TIMEOUT, AnswerTimeout, BoundedConnection, connect_arguments, settle
 from .dsn import redacted, scrub, secrets, settings, unreadable
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -68,16 +72,35 @@ def _timeout_of(exc: psycopg.Error) -> str | None:
     return None
 
 
+class Interrupted(StoreUnavailable):
+    """The call was cancelled (`interrupt`): what it had in hand was rolled back."""
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.shown = redacted(dsn)
         self._secrets = secrets(dsn)
-        self._connection: Connection | None = None
+        self._connections: dict[int, Connection] = {}  # by thread
+        self._interrupted: set[int] = set()  # threads whose call was cancelled
+        self._closing = threading.Lock()  # a connection is not closed while a cancel reads it
+
+    @property
+    def _connection(self) -> Connection | None:
+        return self._connections.get(threading.get_ident())
+
+    @_connection.setter
+    def _connection(self, connection: Connection | None) -> None:
+        if connection is None:
+            self._connections.pop(threading.get_ident(), None)
+        else:
+            self._connections[threading.get_ident()] = connection
 
     def connection(self) -> Connection:
         """The open connection, made again if there is none, or if the server ended it while it was
-        idle (raises StoreUnavailable)."""
+        idle (raises StoreUnavailable; Interrupted once the thread's call was cancelled)."""
+        if threading.get_ident() in self._interrupted:
+            raise Interrupted("the request was cancelled; nothing it began was kept", store=self.shown)
         if self._connection is not None and (self._connection.closed or _ended_while_idle(self._connection)):
             self.drop()
         if self._connection is None:
@@ -149,11 +172,40 @@ class Database:
                 self.drop()
 
     def drop(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(Exception):
-                self._connection.close()
-            self._connection = None
+        connection = self._connections.pop(threading.get_ident(), None)
+        if connection is not None:
+            with self._closing, contextlib.suppress(Exception):
+                connection.close()
+
+    # ------------------------------------------------------------------ calls from other threads
+
+    def interrupt(self, thread: int) -> None:
+        """Stop the call running in `thread`: the statement it waits on is cancelled by the server
+        (which ends the call with an error, and the connection is dropped and made again), and its
+        later statements are refused. The cancel request is a connection of its own, sent from a
+        short-lived thread: the caller (the event loop) does not wait for it."""
+        self._interrupted.add(thread)
+        connection = self._connections.get(thread)
+        if connection is not None and not connection.closed:
+            threading.Thread(target=self._cancel, args=(connection,), name="sessiontree-cancel", daemon=True).start()
+
+    def _cancel(self, connection: Connection) -> None:
+        with self._closing, contextlib.suppress(Exception):  # the server is gone: nothing to stop
+            if not connection.closed:
+                connection.cancel_safe(timeout=CONNECT_TIMEOUT)
+
+    def resume(self, thread: int) -> None:
+        """Called in `thread` as its next call begins. After an interrupt its connection is made
+        anew: a cancel still on its way must not reach this call's statements."""
+        if thread in self._interrupted:
+            self._interrupted.discard(thread)
+            self.drop()
 
     def close(self) -> None:
+        """Every thread's connection closed (the calls that used them have ended)."""
         self.end_transaction(commit=False)
-        self.drop()
+        with self._closing:
+            for connection in list(self._connections.values()):
+                with contextlib.suppress(Exception):
+                    connection.close()
+            self._connections.clear()

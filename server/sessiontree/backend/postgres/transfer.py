@@ -66,13 +66,27 @@ def store_name(backend: PostgresBackend, path: Path) -> str:
     """The name a file gets: its path below the sessions root, else pi's place for its header's cwd."""
     resolved = path.resolve()
     if backend.root in resolved.parents:
-        return names.checked(backend.name_of(resolved))
+        return _pushable(backend.name_of(resolved), path, "its path below the sessions root")
     for line in whole_lines(_chunks(path)):
         header = header_of(line.rstrip(b"\r\n"))
         if header is not None:
             cwd = header.get("cwd")
-            return names.checked(f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}")
+            name = f"{encode_cwd(cwd if isinstance(cwd, str) else '')}/{path.name}"
+            return _pushable(name, path, "its header's cwd")
     raise NotASessionFile(f"{path} holds no session header", path=str(path))
+
+
+def _pushable(name: str, path: Path, source: str) -> str:
+    """`name` if it is a path below the root; else the error a push reports for this file alone,
+    with the rule a pull applies to the store's names (names.py)."""
+    reason = names.problem(name)
+    if reason is not None:
+        raise StorageError(
+            f"{source} gives the name {names.shown(name)}, which is not a path below the sessions root"
+            f" ({reason}); the file is not pushed",
+            storeName=names.shown(name),
+        )
+    return name
 
 
 def session_files(paths: Iterable[Path]) -> list[Path]:
@@ -95,6 +109,8 @@ def push(backend: PostgresBackend, path: Path) -> Moved:
         return _push(backend, path, name)
     except (OSError, SessionTreeError) as exc:
         return Moved(name, "failed", message=_reason(exc))
+    except UnicodeEncodeError:  # text the server's encoding cannot hold; the transaction rolled back
+        return Moved(name, "failed", message="it holds text the store cannot encode (a lone surrogate?); not pushed")
 
 
 def _push(backend: PostgresBackend, path: Path, name: str) -> Moved:
