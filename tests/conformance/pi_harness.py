@@ -19,12 +19,13 @@ from typing import Any, ClassVar
 import pytest
 
 from support.daemon import RawDaemon, frame
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
 PI_PACKAGE = HERE / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
 PI_VERSION = "0.73.1"
-RPC_TIMEOUT_S = 10.0
+RPC_TIMEOUT_S = ANSWER_TIMEOUT  # each answer; the first (start-up included) gets STARTUP_TIMEOUT
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -77,7 +78,7 @@ class PiDriver:
 
 
 class RpcError(Exception):
-    """An error response, or no response within RPC_TIMEOUT_S (code None)."""
+    """An error response, or no response in time (code None)."""
 
     def __init__(self, method: str, error: dict[str, Any]) -> None:
         self.code = error.get("code")
@@ -113,10 +114,12 @@ class Daemon(RawDaemon):
             message["params"] = params
         self.send(frame(js_json(message)))
         while True:
+            bound = self.bound(RPC_TIMEOUT_S)
             try:
-                reply = self.messages.get(timeout=RPC_TIMEOUT_S)
+                reply = self.messages.get(timeout=bound)
             except queue.Empty:
-                raise RpcError(method, {"code": None, "message": f"no response within {RPC_TIMEOUT_S} s"}) from None
+                raise RpcError(method, {"code": None, "message": f"no response within {bound} s"}) from None
+            self.started = True
             if isinstance(reply, EOFError):
                 self.messages.put(reply)
                 raise reply
@@ -149,7 +152,7 @@ class Daemon(RawDaemon):
         try:
             self.request("shutdown")
             self.notify("exit")
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=EXIT_TIMEOUT)
         except Exception:
             self.process.kill()
             self.process.wait()
