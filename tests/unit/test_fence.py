@@ -16,23 +16,25 @@ THEIRS = line(user("e0000009", "e0000002", "from pi " + "x" * 4000))
 
 
 class WriteUnderWay(MemoryStorage):
-    """Another program's line becomes visible a chunk at each look at the size, as a big write
-    does while it runs."""
+    """Another program's line becomes visible a part at each look at the size (once `steps` are
+    set), as a big write does while it runs."""
 
-    def __init__(self, data: bytes, rest: bytes, chunk: int) -> None:
+    def __init__(self, data: bytes) -> None:
         super().__init__(data)
-        self.rest, self.chunk = rest, chunk
+        self.steps: list[bytes] = []
 
     def size(self) -> int:
-        self.data += self.rest[: self.chunk]
-        self.rest = self.rest[self.chunk :]
+        if self.steps:
+            self.data += self.steps.pop(0)
         return len(self.data)
 
 
 def test_a_line_still_being_written_is_waited_for_not_fenced() -> None:
-    storage = WriteUnderWay(VALID + THEIRS[:100], THEIRS[100:], 1000)
+    storage = WriteUnderWay(VALID + THEIRS[:100])
     session = Session.load(storage)
     assert [w.kind for w in session.warnings] == ["torn-tail"]
+    # The append's first look finds more of the line, the next one all of it (one look is always taken).
+    storage.steps = [THEIRS[100:2000], THEIRS[2000:]]
     written, others = session.append([{"type": "custom", "customType": "ours"}])
     assert [node.id for node in others] == ["e0000009"]  # taken in whole, before ours
     assert written[0].node.parent_id == "e0000009"
