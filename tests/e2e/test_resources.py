@@ -14,6 +14,7 @@ from support.daemon import Calls, RawDaemon, frame, info, request
 from support.messages import line, plain_user
 from support.pi_writer import start_writer
 from support.sessions import SESSION_FILE_HEADER, session_file
+from support.timeouts import ANSWER_TIMEOUT
 
 DEPTH = 1000  # Node's parser takes it, so pi does
 
@@ -91,7 +92,7 @@ def test_listing_a_session_with_a_line_of_two_hundred_megabytes_is_answered(call
         for _ in range(200):
             out.write(block)
         out.write(b'","timestamp":1}}\n')
-    answer = calls.answer("session/list", {}, timeout=30)
+    answer = calls.answer("session/list", {}, timeout=4 * ANSWER_TIMEOUT)  # 200 MB read on a busy machine
     assert [s["messageCount"] for s in answer["result"]["sessions"]] == [1]
 
 
