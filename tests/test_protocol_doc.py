@@ -52,7 +52,7 @@ def advertised_methods() -> list[str]:
     daemon = Daemon(Path("/nonexistent-sessiontree-root"))  # initialize never touches the root
     try:
         daemon.write([orjson.dumps(INITIALIZE | {"params": {"processId": None, "capabilities": {}}})])
-        answer = daemon.next(10.0)
+        answer = daemon.next()
     finally:
         daemon.kill()
     assert isinstance(answer, dict) and "result" in answer, answer

@@ -374,6 +374,7 @@ class AppendResult:
     leaf_id: str | None
     appended: list[AppendedEntry] | None = None
     compaction: CompactionAdvice | None = None
+    warnings: list[FileWarning] | None = None  # what the write did to another program's line (fenced it)
 
 
 @attrs.define

@@ -35,6 +35,7 @@ from .protocol import AppendedEntry, AppendResult
 from .search import RefreshStats
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
+    WRITE_WARNINGS,
     Appended,
     AppendRequest,
     Durability,
@@ -232,13 +233,15 @@ class SessionService:
                 outcomes.append(None)
             except SessionTreeError as exc:
                 outcomes.append(exc)
+        before = len(opened.session.warnings)
         written, _ = opened.session.append_many(requests, took_in=opened.took_in)
+        warned = _write_warnings(opened.session, before)
         results = iter(written)
         answers: builtins.list[AppendResult | SessionTreeError] = []
         for outcome in outcomes:
             if outcome is None:  # checked here: its outcome in the session
                 done = next(results)
-                outcome = done if isinstance(done, SessionTreeError) else self._appended(opened, done)
+                outcome = done if isinstance(done, SessionTreeError) else self._appended(opened, done, warned)
             answers.append(outcome)
         return answers
 
@@ -263,16 +266,22 @@ class SessionService:
         expected_leaf: protocol.MaybeId = UNSET,
         sources: builtins.list[str] | None = None,
     ) -> AppendResult:
+        before = len(opened.session.warnings)
         written, _ = opened.session.append(entries, parent, expected_leaf, sources, took_in=opened.took_in)
-        return self._appended(opened, written)
+        return self._appended(opened, written, _write_warnings(opened.session, before))
 
-    def _appended(self, opened: OpenSession, written: builtins.list[Appended]) -> AppendResult:
-        """The answer to one append, its entries folded into the cached context."""
+    def _appended(
+        self, opened: OpenSession, written: builtins.list[Appended], warnings: builtins.list[FileWarning]
+    ) -> AppendResult:
+        """The answer to one append, its entries folded into the cached context; `warnings`: what
+        the write that carried it did to another program's line."""
         cache = opened.context_cache
         if cache.context is not None:
             for appended in written:  # the cached context holds what a read of the file would give
                 cache.extend(appended.node, jsonfmt.as_stored(appended.entry))
-        return _append_result(written, written[-1].node.id)
+        result = _append_result(written, written[-1].node.id)
+        result.warnings = warnings or None
+        return result
 
     def branch(self, params: protocol.BranchParams) -> protocol.BranchResult:
         opened = self._synced(params.session_id)
@@ -590,6 +599,11 @@ def _run_row(folded: FoldedTree, seq: int) -> Row:
     if row is None or not row.is_run or row.first != seq:
         raise InvalidParams("run must be the id of a run row (its first entry)", field="run")
     return row
+
+
+def _write_warnings(session: Session, before: int) -> list[FileWarning]:
+    """The warnings an append added to `session` (from `before` on) about what its write did."""
+    return [warning for warning in session.warnings[before:] if warning.kind in WRITE_WARNINGS]
 
 
 def _append_result(written: list[Appended], leaf_id: str | None) -> AppendResult:

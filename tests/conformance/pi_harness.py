@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 import pytest
 
 from support.daemon import RawDaemon, frame
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT, STARTUP_TIMEOUT
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "pi_driver.mjs"
-RPC_TIMEOUT_S = 10.0
-STARTUP_TIMEOUT_S = 60.0
+RPC_TIMEOUT_S = ANSWER_TIMEOUT  # each answer; the first (start-up included) gets STARTUP_TIMEOUT
 
 
 def _pinned() -> tuple[str, str]:
@@ -122,7 +122,7 @@ class PiDriver:
 
 
 class RpcError(Exception):
-    """An error response, or no response within RPC_TIMEOUT_S (code None)."""
+    """An error response, or no response in time (code None)."""
 
     def __init__(self, method: str, error: dict[str, Any]) -> None:
         self.code = error.get("code")
@@ -158,10 +158,12 @@ class Daemon(RawDaemon):
             message["params"] = params
         self.send(frame(js_json(message)))
         while True:
+            bound = self.bound(timeout)
             try:
-                reply = self.messages.get(timeout=timeout)
+                reply = self.messages.get(timeout=bound)
             except queue.Empty:
-                raise RpcError(method, {"code": None, "message": f"no response within {timeout} s"}) from None
+                raise RpcError(method, {"code": None, "message": f"no response within {bound} s"}) from None
+            self.started = True
             if isinstance(reply, EOFError):
                 self.messages.put(reply)
                 raise reply
@@ -194,7 +196,7 @@ class Daemon(RawDaemon):
         try:
             self.request("shutdown")
             self.notify("exit")
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=EXIT_TIMEOUT)
         except Exception:
             self.process.kill()
             self.process.wait()
@@ -204,7 +206,7 @@ def start_daemon(sessions_dir: Path, log_path: Path, *extra: str) -> Daemon:
     daemon = Daemon(sessions_dir, log_path, *extra)
     try:
         # Start-up (Python importing the daemon on a loaded machine) is bounded apart from answers.
-        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}}, timeout=STARTUP_TIMEOUT_S)
+        daemon.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}}, timeout=STARTUP_TIMEOUT)
     except (EOFError, OSError, RpcError) as exc:
         daemon.kill()
         pytest.fail(f"the daemon did not start ({exc}); its stderr:\n{log_path.read_text(errors='replace')[-3000:]}")

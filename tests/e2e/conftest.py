@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from support.daemon import Calls, RawDaemon, daemon_pool, sessions_root
 from support.lsp import make_client, server_command
+from support.timeouts import STARTUP_TIMEOUT
 
 
 @pytest.fixture
@@ -25,7 +27,8 @@ async def client(sessions_dir: Path) -> AsyncIterator[LanguageClient]:
     config = ClientServerConfig(server_command=server_command(sessions_dir), client_factory=make_client)
     lsp_client = await config.start()
     assert isinstance(lsp_client, LanguageClient)
-    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    initialize = types.InitializeParams(capabilities=types.ClientCapabilities())
+    await asyncio.wait_for(lsp_client.initialize_session(initialize), STARTUP_TIMEOUT)
     yield lsp_client
     await lsp_client.shutdown_session()
     await lsp_client.stop()

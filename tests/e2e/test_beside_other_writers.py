@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from support.daemon import Calls, RawDaemon, request
 from support.messages import line, plain_user, user_entry
 from support.pi_writer import ids_in, start_writer, writer_ids
 from support.sessions import PI_QUIRK_CASES, SESSION_FILE_HEADER, session_file
+from support.timeouts import EVENT_TIMEOUT
 
 # --------------------------------------------------------------------------- another writer, no lock
 
@@ -60,6 +62,30 @@ def test_appends_beside_an_unlocked_writer_keep_every_line_in_its_place(
     fresh = Calls(start_daemon("--sessions-dir", str(sessions_dir)))
     fresh.daemon.initialize()
     assert fresh.result("session/open", {"path": str(path)})["warnings"] == []
+
+
+def test_appends_beside_lines_of_twenty_megabytes_leave_no_empty_line_unreported(calls: Calls, sessions_dir: Path) -> None:
+    """pi writes a line of 16-24 MiB with one write(): readers see it grow while the write runs,
+    and an append that fences it then lands after its whole line (the writer holds the file until
+    its write is done), line end and all: our fence made an empty line. The append waits for such
+    a line to be finished instead; if a fence still follows a line end, its answer says so."""
+    path = session_file(sessions_dir, "s.jsonl", plain_user("a0000001", None))
+    sid = calls.result("session/open", {"path": str(path)})["sessionId"]
+    writer = start_writer(path, 8, 20 << 20, "a0000001", pause=0.02)
+    deadline = time.monotonic() + 4 * EVENT_TIMEOUT  # 160 MiB from a process on a busy machine
+    ours, reported = [], []
+    while writer.poll() is None:
+        assert time.monotonic() < deadline, "the writer did not finish"
+        answer = calls.result("session/append", {"sessionId": sid, "entry": user_entry(f"ours {len(ours)}")})
+        ours.append(answer["id"])
+        reported += [w for w in answer.get("warnings", []) if w["kind"] == "empty-line-fenced"]
+    assert writer.returncode == 0 and len(ours) > 8
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    empty = [number for number, raw in enumerate(lines[:-1], start=1) if not raw]
+    print(f"{len(ours)} appends beside 8 lines of 20 MiB: {len(empty)} empty lines, {len(reported)} reported")
+    assert [w["line"] for w in reported] == empty, "an empty line the answers did not report"
+    assert sorted(ids_in(path)) == sorted(["a0000001", *writer_ids(8), *ours])
 
 
 def test_an_unfinished_line_is_never_moved_or_cut_and_its_bytes_stay_in_place(calls: Calls, sessions_dir: Path) -> None:

@@ -104,7 +104,7 @@ async def test_a_failing_or_slow_summarizer_appends_nothing(sessions_dir: Path) 
 
     async def hangs(params: p.SummarizeParams) -> p.SummarizeResult:
         try:
-            await asyncio.sleep(30)
+            await asyncio.sleep(30)  # a summariser that hangs (cancelled long before)
         except asyncio.CancelledError:  # the daemon gave up waiting and said so
             cancelled.append(True)
             raise

@@ -16,6 +16,7 @@ from sessiontree.protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION
 from support.daemon import RawDaemon, answered, frame, info, request
 from support.messages import line, user
 from support.sessions import session_bytes
+from support.timeouts import STARTUP_TIMEOUT
 
 NOT_INITIALIZED, INVALID_REQUEST, INVALID_PARAMS, NOT_FOUND = -32002, -32600, -32602, -32010
 EXIT = {"jsonrpc": "2.0", "method": "exit"}
@@ -180,7 +181,7 @@ def test_print_in_a_handler_goes_to_stderr_not_the_wire(sessions_dir: Path) -> N
         [sys.executable, "-c", script, "serve", "--sessions-dir", str(sessions_dir)],
         input=body,
         capture_output=True,
-        timeout=10,
+        timeout=STARTUP_TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert b"stray output" not in done.stdout
@@ -194,7 +195,7 @@ def test_exits_when_the_parent_process_is_gone(start_daemon: Callable[..., RawDa
     parent.wait()
     daemon = start_daemon("--sessions-dir", str(sessions_dir))
     daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}))
-    assert daemon.wait(timeout=6) == 1
+    assert daemon.wait() == 1
     assert f"parent process {parent.pid} is gone" in daemon.stderr
 
 

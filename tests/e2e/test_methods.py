@@ -18,6 +18,7 @@ from sessiontree.protocol import METHODS
 from sessiontree.server import HANDLERS
 from support.daemon import frame, info, request
 from support.messages import user_entry
+from support.timeouts import STARTUP_TIMEOUT
 
 CWD = "/work/project"
 
@@ -323,7 +324,7 @@ def test_unexpected_failures_are_32603_with_a_traceback_only_when_debugging(sess
     body = frame(request(0, "initialize", {"processId": None, "capabilities": {}})) + frame(info(1))
     body += frame(request(2, "shutdown")) + frame({"jsonrpc": "2.0", "method": "exit"})
     args = ["serve", "--sessions-dir", str(sessions_dir)] + (["--debug"] if debug else [])
-    done = subprocess.run([sys.executable, "-c", script, *args], input=body, capture_output=True, timeout=10)
+    done = subprocess.run([sys.executable, "-c", script, *args], input=body, capture_output=True, timeout=STARTUP_TIMEOUT)
     assert done.returncode == 0, done.stderr
     answer = orjson.loads(done.stdout.split(b"\r\n\r\n")[2].split(b"Content-Length")[0])
     assert answer["id"] == 1

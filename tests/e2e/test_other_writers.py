@@ -16,6 +16,7 @@ from sessiontree import protocol as p
 from sessiontree.client import SessionTreeClient
 from sessiontree.errors import LeafConflict
 from support.messages import user_entry
+from support.timeouts import EVENT_TIMEOUT
 
 
 class Watcher:
@@ -29,7 +30,7 @@ class Watcher:
         if method == "session/didChange":
             self.changes.append(params)
 
-    async def wait_for(self, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    async def wait_for(self, count: int, timeout: float = EVENT_TIMEOUT) -> list[dict[str, Any]]:
         deadline = asyncio.get_running_loop().time() + timeout
         while len(self.changes) < count and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)

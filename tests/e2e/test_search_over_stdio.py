@@ -80,7 +80,7 @@ def test_progress_is_reported_with_a_token(searching: Calls, sessions_dir: Path)
     daemon = searching.daemon
     daemon.send_message(request(99, "session/search", {"query": "word", "workDoneToken": "search-1"}))
     seen: list[dict[str, Any]] = []
-    while (message := daemon.next(10)).get("id") != 99:
+    while (message := daemon.next()).get("id") != 99:
         seen.append(message)
     kinds = [m["params"]["value"]["kind"] for m in seen if m.get("method") == "$/progress"]
     assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds

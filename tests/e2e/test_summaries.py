@@ -20,6 +20,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from support.lsp import make_client, server_command
 from support.messages import user_entry
+from support.timeouts import ANSWER_TIMEOUT, STARTUP_TIMEOUT, eventually
 
 CWD = "/work/project"
 SUMMARIZE = "sessiontree/summarize"
@@ -60,9 +61,8 @@ async def start(sessions_dir: Path, summarize: bool) -> tuple[LanguageClient, Su
     config = ClientServerConfig(server_command=server_command(sessions_dir), client_factory=factory)
     client = await config.start()
     experimental = {"sessiontree": {"summarize": True}} if summarize else None
-    await client.initialize_session(
-        types.InitializeParams(capabilities=types.ClientCapabilities(experimental=experimental))
-    )
+    initialize = types.InitializeParams(capabilities=types.ClientCapabilities(experimental=experimental))
+    await asyncio.wait_for(client.initialize_session(initialize), STARTUP_TIMEOUT)
     return client, summariser
 
 
@@ -75,7 +75,7 @@ async def summarising(sessions_dir: Path) -> AsyncIterator[tuple[LanguageClient,
 
 
 async def call(client: LanguageClient, method: str, params: Any) -> Any:
-    return await client.protocol.send_request_async(method, params)
+    return await asyncio.wait_for(client.protocol.send_request_async(method, params), ANSWER_TIMEOUT)
 
 
 def assistant(text: str, path: str | None = None) -> dict[str, Any]:
@@ -162,17 +162,17 @@ async def test_a_client_that_cancels_compact_leaves_the_file_alone(summarising: 
 
     async def never(params: dict[str, Any]) -> Any:
         asked.set()
-        await asyncio.sleep(60)
+        await asyncio.sleep(60)  # a summariser that never answers (cancelled long before)
 
     summariser.respond = never
     params = {"sessionId": session_id, "settings": SETTINGS}
     pending = asyncio.ensure_future(client.protocol.send_request_async("session/compact", params, msg_id="compact-1"))
-    await asyncio.wait_for(asked.wait(), 5)
+    await asyncio.wait_for(asked.wait(), ANSWER_TIMEOUT)
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="compact-1"))
     with pytest.raises(JsonRpcException) as caught:
-        await asyncio.wait_for(pending, 5)
+        await asyncio.wait_for(pending, ANSWER_TIMEOUT)
     assert caught.value.code == -32800
-    await asyncio.sleep(0.2)
+    await eventually(lambda: bool(summariser.cancelled), "the daemon's $/cancelRequest reaching the summariser")
     assert summariser.cancelled == ["compaction"]  # our $/cancelRequest reached the client's summariser
     assert await entries(client, session_id) == before
 
@@ -197,13 +197,13 @@ async def test_a_client_that_never_answers_times_out(summarising: tuple[Language
     before = await entries(client, session_id)
 
     async def never(params: dict[str, Any]) -> Any:
-        await asyncio.sleep(60)
+        await asyncio.sleep(60)  # a summariser that never answers (cancelled long before)
 
     summariser.respond = never
     with pytest.raises(JsonRpcException) as caught:
         await call(client, "session/compact", {"sessionId": session_id, "settings": SETTINGS, "timeoutMs": 300})
     assert (caught.value.code, caught.value.data["reason"]) == (-32021, "timeout")
-    await asyncio.sleep(0.2)
+    await eventually(lambda: bool(summariser.cancelled), "the daemon's $/cancelRequest reaching the summariser")
     assert summariser.cancelled == ["compaction"]
     assert await entries(client, session_id) == before
 

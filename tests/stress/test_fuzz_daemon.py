@@ -20,6 +20,7 @@ frames holding JSON-RPC responses with documented codes (never -32603), keep ans
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import queue
@@ -43,6 +44,7 @@ from hypothesis import strategies as st
 from sessiontree.protocol import METHODS, to_camel
 from support.daemon import PROBE_ID, OutputError, RawDaemon, request
 from support.replay import SESSIONS_DIR_TOKEN, load_transcript
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT
 
 if TYPE_CHECKING:
     from .conftest import StressStats
@@ -53,8 +55,6 @@ PARAMS_EXAMPLES: Final = 600
 PARAMS_EXAMPLES_SLOW: Final = int(os.environ.get("SESSIONTREE_FUZZ_EXAMPLES", "3000"))
 STREAM_EXAMPLES: Final = 40
 STREAM_EXAMPLES_SLOW: Final = int(os.environ.get("SESSIONTREE_FUZZ_STREAMS", "300"))
-ANSWER_TIMEOUT: Final = 2.0
-EXIT_TIMEOUT: Final = 10.0
 INTERNAL_ERROR: Final = -32603
 INVALID_REQUEST: Final = -32600
 KNOWN_NOTIFICATIONS: Final = {"window/logMessage", "session/didChange", "$/progress"}
@@ -559,7 +559,6 @@ def test_fuzz_params_long(target: FuzzTarget, stress_stats: StressStats) -> None
 
 TRANSCRIPT_NAMES: Final = sorted(p.stem for p in TRANSCRIPTS.glob("*.jsonl"))
 PROBE_WAIT: Final = 0.8  # longer than the daemon's half second of quiet before it gives up on a frame
-PROBES: Final = 4
 
 
 def client_stream(name: str, root: Path) -> bytes:
@@ -662,12 +661,19 @@ def check_stream(daemon: RawDaemon, stream: bytes) -> list[dict[str, Any]]:
     with contextlib.suppress(OSError):  # it exited already (an `exit` in the stream): checked below
         daemon.send(stream)
     seen: list[dict[str, Any]] = []
-    answered = any(probe(daemon, n, seen) for n in range(PROBES) if daemon.process.poll() is None)
+    # A probe the damaged stream swallowed (into a frame's body) goes unanswered: probe again,
+    # PROBE_WAIT apart, until one is answered or the daemon exits; only silence for a whole
+    # answer's bound is wedged (a busy machine may answer late, not never).
+    deadline = time.monotonic() + ANSWER_TIMEOUT
+    answered = any(
+        probe(daemon, n, seen)
+        for n in itertools.takewhile(lambda _: daemon.process.poll() is None and time.monotonic() < deadline, itertools.count())
+    )
     if not answered:  # then it must be exiting (an `exit` in the stream), not silent and alive
         try:
-            daemon.wait(PROBE_WAIT * 2)
+            daemon.wait(EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"no answer to {PROBES} probes and still running: wedged") from None
+            raise AssertionError(f"no answer to probes for {ANSWER_TIMEOUT} s and still running: wedged") from None
     with contextlib.suppress(OSError):
         daemon.close_stdin()
     try:

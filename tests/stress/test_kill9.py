@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from support.daemon import RawDaemon, request
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT, wait_until
 
 if TYPE_CHECKING:
     from .conftest import StressStats
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
 DEFAULT_ITERATIONS: Final = 50
 SLOW_ITERATIONS: Final = int(os.environ.get("SESSIONTREE_STRESS_ITERATIONS", "200"))
 MIN_PAYLOAD, MAX_PAYLOAD = 10, 256 * 1024
-# Answers to 256 KB appends among four writers on two busy cores can take a while; a wedge cannot.
-CALL_TIMEOUT: Final = 15.0
 MAX_KILL_DELAY: Final = 0.15
 # Mostly ASCII, plus what JSON must escape and multi-byte UTF-8 (2, 3 and 4 bytes, U+2028).
 ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz0123456789 " * 6 + '"\\\n\t\x01/éß€中\u2028😀'
@@ -63,9 +62,6 @@ class KillableDaemon(RawDaemon):
             super()._read_stdout()
         finally:
             self.messages.put(DaemonGone(f"daemon {self.process.pid} closed its output"))
-
-    def next(self, timeout: float = CALL_TIMEOUT) -> dict[str, Any]:
-        return super().next(timeout)
 
     def result(self, message: dict[str, Any]) -> Any:
         response = self.call(message)
@@ -352,7 +348,7 @@ class Pool:
         for daemon in self.take(len(self.idle)):
             daemon.call(request("down", "shutdown"))
             daemon.send_message({"jsonrpc": "2.0", "method": "exit"})
-            if (code := daemon.wait(CALL_TIMEOUT)) != 0:
+            if (code := daemon.wait(EXIT_TIMEOUT)) != 0:
                 failures.append(f"daemon {daemon.process.pid} exited with {code}: {daemon.stderr[-2000:]}")
         return failures
 
@@ -377,14 +373,18 @@ def run_iteration(seed: int, pool: Pool, verifier: KillableDaemon, stats: Stress
     threads = [threading.Thread(target=w.run, args=(stop,), daemon=True) for w in writers]
     for thread in threads:
         thread.start()
-    time.sleep(rng.uniform(0.0, MAX_KILL_DELAY))
+    time.sleep(rng.uniform(0.0, MAX_KILL_DELAY))  # a random moment of the writing to kill at: a gap on purpose
     victims = writers if kill_all else [rng.choice(writers)]
     for victim in victims:
         victim.killed = True
         os.kill(victim.daemon.process.pid, signal.SIGKILL)
     pool.start(len(victims))
-    if not kill_all:
-        time.sleep(rng.uniform(0.02, 0.1))  # survivors append after the crash
+    if not kill_all:  # survivors append after the crash: two answers each (the first may have been sent before)
+        survivors = {w.index: len(w.acked) for w in writers if not w.killed}
+        wait_until(
+            lambda: all(len(w.acked) >= survivors[w.index] + 2 or w.error for w in writers if not w.killed),
+            "each survivor's appends after the crash",
+        )
     stop.set()
     failures = _finish(writers, threads, pool)
     stats.kills += len(victims)
@@ -404,14 +404,14 @@ def _finish(writers: list[Writer], threads: list[threading.Thread], pool: Pool) 
     """Join the clients, reap the killed daemons, put the survivors back into the pool."""
     failures: list[str] = []
     for thread in threads:
-        thread.join(CALL_TIMEOUT * 2)
+        thread.join(ANSWER_TIMEOUT * 2)
         if thread.is_alive():
             failures.append("a client is still waiting for an answer")
     for writer in writers:
         if writer.error:
             failures.append(writer.error)
         if writer.killed:
-            writer.daemon.wait(CALL_TIMEOUT)
+            writer.daemon.wait(EXIT_TIMEOUT)
         else:
             writer.daemon.result(request("close", "session/close", {"sessionId": writer.session_id}))
             pool.give_back(writer.daemon)

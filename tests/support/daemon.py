@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-ANSWER_TIMEOUT = 2.0
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT, STARTUP_TIMEOUT
+
 PROBE_ID = "probe"
 PROBE = {"jsonrpc": "2.0", "id": PROBE_ID, "method": "session/info", "params": {"sessionId": "no-such-session"}}
 SESSION_NOT_FOUND = -32010
@@ -74,6 +75,7 @@ class RawDaemon:
             preexec_fn=preexec,
         )
         self.messages: queue.Queue[Any] = queue.Queue()
+        self.started = False  # a first message came: start-up is over, answers get ANSWER_TIMEOUT
         self._stderr: list[bytes] = []
         if reader:
             threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -138,14 +140,23 @@ class RawDaemon:
     def send_message(self, message: Any) -> None:
         self.send(frame(message))
 
-    def next(self, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
+    def next(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next message. Until a first one came, the bound is at least STARTUP_TIMEOUT
+        (the first answer includes the start-up); then `timeout`, by default ANSWER_TIMEOUT."""
+        bound = self.bound(timeout)
         try:
-            item = self.messages.get(timeout=timeout)
+            item = self.messages.get(timeout=bound)
         except queue.Empty:
-            raise AssertionError(f"no message from the daemon within {timeout} s; stderr:\n{self.stderr}") from None
+            raise AssertionError(f"no message from the daemon within {bound} s; stderr:\n{self.stderr}") from None
+        self.started = True
         if isinstance(item, Exception):
             raise item
         return item
+
+    def bound(self, timeout: float | None) -> float:
+        """How long to wait for the next message (see `next`)."""
+        wanted = ANSWER_TIMEOUT if timeout is None else timeout
+        return wanted if self.started else max(wanted, STARTUP_TIMEOUT)
 
     def call(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send a request; return its response (notifications before it are skipped)."""
@@ -181,7 +192,7 @@ class RawDaemon:
         assert self.process.stdin is not None
         self.process.stdin.close()
 
-    def wait(self, timeout: float = 5.0) -> int:
+    def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
         return self.process.wait(timeout=timeout)
 
     def kill(self) -> None:
@@ -201,12 +212,12 @@ class Calls:
         self.daemon = daemon
         self.ids = itertools.count(1)
 
-    def answer(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
+    def answer(self, method: str, params: Any, timeout: float | None = None) -> dict[str, Any]:
         message = request(next(self.ids), method, params)
         self.daemon.send_message(message)
         return self.receive(timeout)
 
-    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+    def receive(self, timeout: float | None = None) -> dict[str, Any]:
         """The next response (notifications skipped)."""
         while "id" not in (response := self.daemon.next(timeout)) or "method" in response:
             pass

@@ -36,11 +36,12 @@ from typing import Any, Final
 import orjson
 
 from support.daemon import RawDaemon, frame
+from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT
 
 SESSIONS_DIR_TOKEN: Final = "${SESSIONS_DIR}"
 """Stands for the sessions root in stored transcripts."""
 
-STEP_TIMEOUT: Final = 10.0
+STEP_TIMEOUT: Final = ANSWER_TIMEOUT  # each answer; the first (start-up included) gets STARTUP_TIMEOUT
 # Each request goes out at least this long after the previous answer, in recording and replay
 # alike, so two requests never share a millisecond (entries one request writes still may).
 PACE_SECONDS: Final = 0.003
@@ -255,12 +256,13 @@ class Daemon(RawDaemon):
     def write(self, bodies: list[bytes]) -> None:
         self.send(b"".join(frame(body) for body in bodies))
 
-    def next(self, timeout: float = STEP_TIMEOUT) -> Any:  # type: ignore[override]
+    def next(self, timeout: float | None = STEP_TIMEOUT) -> Any:  # type: ignore[override]
         """The next message, TimeoutError when none came, EOFError when the daemon closed its output."""
         try:
-            item = self.messages.get(timeout=timeout)
+            item = self.messages.get(timeout=self.bound(timeout))
         except queue.Empty:
             return TimeoutError()
+        self.started = True
         if isinstance(item, ReplayMismatch):
             raise item
         if isinstance(item, EOFError):
@@ -342,7 +344,7 @@ def _run(daemon: Daemon, lines: list[dict[str, Any]], norm: Normaliser, handshak
     out_index = 0
     for step in steps_of(lines):
         if step.sent:
-            time.sleep(max(0.0, last_answer + PACE_SECONDS - time.monotonic()))
+            time.sleep(max(0.0, last_answer + PACE_SECONDS - time.monotonic()))  # a gap on purpose: distinct ms times
             daemon.write([_body(line, norm) for line in step.sent])
             sent += len(step.sent)
         for line_index, expected in step.expected:
@@ -359,8 +361,8 @@ def _run(daemon: Daemon, lines: list[dict[str, Any]], norm: Normaliser, handshak
     if handshake:
         _call_plain(daemon, SHUTDOWN, received)
         daemon.write([b'{"jsonrpc":"2.0","method":"exit"}'])
-    code = daemon.finish(STEP_TIMEOUT)
-    extra = daemon.next(0.5)
+    code = daemon.finish(EXIT_TIMEOUT)
+    extra = daemon.next(STEP_TIMEOUT)  # it exited: its output ends (EOFError) unless a message is left
     if not isinstance(extra, (TimeoutError, EOFError)):
         raise ReplayMismatch(f"{name}: the daemon sent a message the recording does not have: {_show(extra)}")
     want = 0 if handshake else expected_exit_code(lines)

@@ -58,7 +58,7 @@ class Driver:
 
     def send(self, *messages: Any, raw: bytes | None = None) -> dict[Any, Any]:
         """Write the messages (and a raw body) in one write; return the answers by id."""
-        time.sleep(PACE_SECONDS)
+        time.sleep(PACE_SECONDS)  # a gap on purpose: distinct ms times
         bodies = [orjson.dumps(m) for m in messages] + ([raw] if raw is not None else [])
         assert self.process.stdin is not None
         self.process.stdin.write(b"".join(b"Content-Length: %d\r\n\r\n%b" % (len(b), b) for b in bodies))
@@ -105,7 +105,7 @@ class Driver:
     def call_answering(self, method: str, params: Any, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
         """One request during which the daemon asks the client: `answer` gives each reply's result or error."""
         message = self.message(method, params)
-        time.sleep(PACE_SECONDS)
+        time.sleep(PACE_SECONDS)  # a gap on purpose: distinct ms times
         self._write(message)
         deadline = time.monotonic() + STEP_TIMEOUT
         while time.monotonic() < deadline:
@@ -113,7 +113,7 @@ class Driver:
             if "method" not in incoming and incoming.get("id") == message["id"]:
                 return incoming
             if "method" in incoming and "id" in incoming:
-                time.sleep(PACE_SECONDS)
+                time.sleep(PACE_SECONDS)  # a gap on purpose: distinct ms times
                 self._write({"jsonrpc": "2.0", "id": incoming["id"], **answer(incoming)})
         raise TimeoutError(f"no answer to {message['id']}")
 

@@ -92,7 +92,7 @@ def pace(command: list[str]) -> int:
         while header := _read_headers(source):
             length = int(next(v for k, v in header if k.lower() == b"content-length"))
             body = source.read(length)
-            time.sleep(max(0.0, last_out[0] + PACE_SECONDS - time.monotonic()))
+            time.sleep(max(0.0, last_out[0] + PACE_SECONDS - time.monotonic()))  # a gap on purpose: distinct ms times
             daemon.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
     except BrokenPipeError:
         pass

@@ -17,6 +17,7 @@ from sessiontree.rpc.codes import ErrorCode
 from sessiontree.rpc.endpoint import CANCEL_REQUEST, Endpoint, ResponseError
 from sessiontree.rpc.framing import Frame, Rejected
 from sessiontree.rpc.lsp import parse_initialize
+from support.timeouts import eventually
 
 
 class Wire:
@@ -130,7 +131,7 @@ async def test_a_waiting_handler_answers_from_a_task_and_can_be_cancelled() -> N
     assert wire.sent == [{"jsonrpc": "2.0", "id": 3, "result": "fast"}]  # later requests go on
     wire.receive({"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"id": 2}})
     release.set()
-    await asyncio.sleep(0.01)
+    await eventually(lambda: len(wire.sent) == 3, "both slow requests answered")
     assert sorted(wire.sent[1:], key=lambda m: m["id"]) == [
         {"jsonrpc": "2.0", "id": 1, "result": ["first"]},
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32800, "message": "request cancelled"}},

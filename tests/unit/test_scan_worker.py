@@ -193,7 +193,7 @@ def _failing_worker(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
             if len(sent) == 2:
                 if how == "dies":
                     os.kill(os.getpid(), signal.SIGKILL)
-                time.sleep(60)
+                time.sleep(60)  # a worker fallen silent (killed by the daemon long before)
         return write_all(fd, data)
 
     monkeypatch.setattr(worker_module, "_write_all", failing)

@@ -23,6 +23,7 @@ export interface AppendResult {
   leafId: string | null;
   appended?: AppendedEntry[];
   compaction?: CompactionAdvice;
+  warnings?: Warning[];
 }
 
 export interface AppendedEntry {

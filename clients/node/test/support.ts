@@ -67,11 +67,15 @@ export function assistant(text: string, offset = 0): { [key: string]: unknown } 
   };
 }
 
+/** How long a test waits for a notification: generous, since CI runs on two busy cores and a
+ * bound is only reached when something is wrong (the same as tests/support/timeouts.py's). */
+export const EVENT_TIMEOUT_MS = 30_000;
+
 /** Resolves with the first value `subscribe` delivers that satisfies `test`, or fails after `ms`. */
 export function waitFor<T>(
   subscribe: (listener: (value: T) => void) => { dispose(): void },
   test: (value: T) => boolean,
-  ms = 5000,
+  ms = EVENT_TIMEOUT_MS,
 ): Promise<T> {
   return new Promise((resolvePromise, reject) => {
     const timer = setTimeout(() => {

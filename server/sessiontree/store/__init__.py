@@ -2,10 +2,11 @@
 
 from .index import SessionIndex
 from .migrate import file_version, migrate_file
-from .session import Appended, AppendRequest, Session
+from .session import WRITE_WARNINGS, Appended, AppendRequest, Session
 from .storage import Durability, FileStorage, MemoryStorage, Storage
 
 __all__ = [
+    "WRITE_WARNINGS",
     "AppendRequest",
     "Appended",
     "Durability",

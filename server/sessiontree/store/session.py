@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -49,6 +50,11 @@ log = logging.getLogger(__name__)
 _HEADER_CHUNK = 64 * 1024  # what is read to find the header; the entries are read in big blocks
 _SCAN_CHUNK = CHUNK  # bytes read at a time by a scan (a longer line is read whole)
 _WRITE_TRIES = 3  # an append spoiled by another writer's unfinished line is written again, so often
+# An unfinished last line may be another program's big write still under way: before fencing it,
+# the append re-checks the file this often, until the line ends or has not grown for _QUIET (a
+# writer that died), for at most _UNFINISHED_WAIT in all. Appends with no such line never wait.
+_UNFINISHED_POLL, _QUIET, _UNFINISHED_WAIT = 0.001, 0.005, 0.05
+WRITE_WARNINGS: Final = frozenset({"torn-line-fenced", "empty-line-fenced"})  # what an append did to the file
 
 
 class _Id(msgspec.Struct):
@@ -488,6 +494,8 @@ class Session:
         with self.storage.lock():
             leaf_before = self.index.leaf_id
             others = self.refresh()
+            if self.size_seen > self.end and self._unfinished_line_grew():
+                others += self.refresh()
             if others and took_in is not None:
                 took_in(others, leaf_before)
             leaf = self.index.leaf_id
@@ -603,6 +611,28 @@ class Session:
             raise EntryNotFound(f"entry {entry_id} not found ({field})", entryId=entry_id, field=field)
         return node
 
+    def _unfinished_line_grew(self) -> bool:
+        """The file ends with an unfinished line: wait (briefly) while it grows. A big `write` of
+        another program becomes visible while it runs, and ours would land after the whole of it,
+        so a line end of ours put before it now would follow its own: an empty line. True when
+        the file grew since the last read (read it again)."""
+        size, start = self.size_seen, time.monotonic()
+        quiet_since, quiet_looks = start, 0
+        while True:
+            time.sleep(_UNFINISHED_POLL)
+            now = time.monotonic()
+            if (grown := self.storage.size()) != size:
+                size, quiet_since, quiet_looks = grown, now, 0
+                if self.storage.read(size - 1, 1) == b"\n":
+                    break
+            else:  # still: a writer that died, or one this busy machine has not run for a while
+                quiet_looks += 1
+                if quiet_looks >= 2 and now - quiet_since >= _QUIET:
+                    break
+            if now - start >= _UNFINISHED_WAIT:
+                break
+        return size != self.size_seen
+
     def _write(self, lines: list[dict[str, Any]]) -> tuple[list[Appended], list[Node]]:
         """Write the lines (built, ids given) in one write; returns them and other writers' entries
         that landed between the refresh and the write (they come first in the file)."""
@@ -635,6 +665,8 @@ class Session:
         reader = LineReader(self.storage, self.end, start)
         others += self._take_in(reader, follow_leaf=False)
         if not reader.tail:
+            if fence and start > 0 and self.storage.read(start - 1, 1) == b"\n":
+                self._fenced_a_finished_line(start)
             return False
         self._line_no += 1
         if not fence:
@@ -649,6 +681,21 @@ class Session:
         )
         self.end, self.unterminated = start + len(fence), False
         return False
+
+    def _fenced_a_finished_line(self, start: int) -> None:
+        """Our fence followed a line end: the unfinished line was still being written (and
+        outlasted the wait), and its writer ended it before our write landed. The fence is an
+        empty line now; nothing is lost, but a strict JSONL reader refuses the file: say so."""
+        self._line_no += 1
+        self.warnings.append(
+            FileWarning(
+                "empty-line-fenced",
+                f"line {self._line_no} is empty: another program was still writing the line before it when"
+                " appending, and the line end put before the append followed that line's own",
+                line=self._line_no,
+            )
+        )
+        self.end, self.unterminated = start + 1, False
 
     def _skip_spoiled(self, end: int, count: int) -> None:
         """Our lines up to `end` continue another writer's unfinished line: the first is lost in
