@@ -66,7 +66,44 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
     cli_store.add_commands(commands)
+    _add_migrate(commands)
     return parser
+
+
+def _add_migrate(commands: Any) -> None:
+    migrate = commands.add_parser(
+        "migrate",
+        help="rewrite version 1 and 2 session files as version 3, the originals kept as FILE.v<N>.bak"
+        " (viewing never migrates; the daemon migrates a file when it opens it to write)",
+    )
+    migrate.add_argument("files", type=Path, nargs="+", metavar="FILE")
+
+
+def migrate_files(files: list[Path]) -> int:
+    """`migrate`: each file opened for writing as the daemon opens it (which migrates an old one)."""
+    from .backend.files import FileBackend
+    from .errors import SessionTreeError
+    from .file_warning import FileWarning
+
+    status = 0
+    for file in files:
+        path = file.expanduser().resolve()
+        warnings: list[FileWarning] = []
+        try:
+            session = FileBackend(path.parent).load(path, warnings)
+        except SessionTreeError as exc:
+            print(f"sessiontree: {exc.message}", file=sys.stderr)
+            status = 1
+            continue
+        refused = session.read_only
+        session.close()
+        done = [w.message for w in warnings if w.kind == "migrated"]
+        if refused is not None and not done:
+            print(f"sessiontree: {path}: not migrated: {refused}", file=sys.stderr)
+            status = 1
+        else:
+            print(f"sessiontree: {path}: {done[0] if done else 'already version 3'}", file=sys.stderr)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(config)
     if args.command in ("push", "pull", "store"):
         return cli_store.run(args)
+    if args.command == "migrate":
+        return migrate_files(args.files)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
     return show(args)
@@ -104,7 +143,10 @@ def show(args: argparse.Namespace) -> int:
         print(f"sessiontree: no such file: {path}", file=sys.stderr)
         return 2
     # The daemon's defaults: index sidecars where `serve` keeps them, so a large file opens as fast.
-    config = ServiceConfig(sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()))
+    # Viewing never writes: the file is opened for reading only (not migrated, hard links allowed).
+    config = ServiceConfig(
+        sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()), view_only=True
+    )
     service = SessionService(config)
     try:
         opened = service.open(OpenParams(path=str(path)))

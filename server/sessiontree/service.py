@@ -58,6 +58,7 @@ class ServiceConfig:
     index_dir: Path | None = None  # where index sidecars go; None: no sidecars
     index_min_entries: int = 1000  # smaller sessions scan in milliseconds: no sidecar
     store: str | None = None  # a PostgreSQL connection string; None: the files under sessions_dir
+    view_only: bool = False  # open files for reading only (the CLI's views): nothing is ever written
 
 
 class SessionService:
@@ -544,7 +545,9 @@ class SessionService:
 
 def _backend(config: ServiceConfig) -> Backend:
     if config.store is None:
-        return FileBackend(config.sessions_dir, config.durability, config.index_dir, config.index_min_entries)
+        return FileBackend(
+            config.sessions_dir, config.durability, config.index_dir, config.index_min_entries, config.view_only
+        )
     from .backend.postgres import PostgresBackend  # psycopg is needed only by those who use it
 
     return PostgresBackend(config.sessions_dir, config.store)
