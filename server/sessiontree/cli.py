@@ -67,7 +67,59 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
     cli_store.add_commands(commands)
     _add_migrate(commands)
+    _add_retire(commands)
     return parser
+
+
+_RETIRE_HELP = {
+    "trash": "move session files to the trash ($XDG_DATA_HOME/Trash, or .trash under the sessions root"
+    " when that is on another file system): restorable, never deleted",
+    "archive": "move session files to .archive/ in their folder: out of pi's list and of `session/list`",
+    "restore": "put trashed or archived session files back (FILE: where it was, or where it lies now)",
+}
+
+
+def _add_retire(commands: Any) -> None:
+    for name, text in _RETIRE_HELP.items():
+        command = commands.add_parser(name, help=text, description=text)
+        command.add_argument("files", type=Path, nargs="+", metavar="FILE")
+        command.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
+        if name != "restore":
+            command.add_argument("-y", "--yes", action="store_true", help="do not ask on a terminal")
+
+
+def retire(args: argparse.Namespace) -> int:
+    """`trash`, `archive` and `restore`: the daemon's methods, run in this process; on a terminal
+    `trash` and `archive` ask first (unless --yes)."""
+    from .config import InitOptions, resolve_sessions_dir
+    from .errors import SessionTreeError
+    from .protocol import RetireParams
+    from .service import ServiceConfig, SessionService
+
+    root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
+    paths = [str(file.expanduser().absolute()) for file in args.files]
+    if args.command != "restore" and not args.yes and sys.stdin.isatty():
+        print("\n".join(paths), file=sys.stderr)
+        where = "the trash" if args.command == "trash" else "the archive"
+        print(f"sessiontree: move {len(paths)} session file(s) to {where}? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline()
+        if answer.strip().lower() not in ("y", "yes"):
+            print("sessiontree: nothing moved", file=sys.stderr)
+            return 1
+    service = SessionService(ServiceConfig(sessions_dir=root))
+    call = {"trash": service.trash, "archive": service.archive, "restore": service.restore}[args.command]
+    status = 0
+    for path in paths:
+        try:
+            moved: Any = call(RetireParams(path))
+        except SessionTreeError as exc:
+            print(f"sessiontree: {exc.message}", file=sys.stderr)
+            status = 1
+            continue
+        source = moved.restored_from if args.command == "restore" else moved.path
+        target = moved.path if args.command == "restore" else moved.moved_to
+        print(f"sessiontree: {source} -> {target}", file=sys.stderr)
+    return status
 
 
 def _add_migrate(commands: Any) -> None:
@@ -124,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_store.run(args)
     if args.command == "migrate":
         return migrate_files(args.files)
+    if args.command in _RETIRE_HELP:
+        return retire(args)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
     return show(args)

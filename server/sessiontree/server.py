@@ -17,7 +17,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -45,6 +45,7 @@ log = logging.getLogger("sessiontree")
 
 NAME: Final = "sessiontree"
 DID_CHANGE: Final = "session/didChange"
+DID_CLOSE: Final = "session/didClose"
 
 
 def capabilities() -> dict[str, Any]:
@@ -196,6 +197,18 @@ class Daemon(LspServer):
     async def navigate(self, params: p.NavigateParams) -> p.CommitBranchSummaryResult:
         return await Summarizer(self, self.service, self.client_capabilities).navigate(params)
 
+    def trash(self, params: p.RetireParams) -> p.RetireResult:
+        return self._closed_by(self.service.trash(params), "trashed")
+
+    def archive(self, params: p.RetireParams) -> p.RetireResult:
+        return self._closed_by(self.service.archive(params), "archived")
+
+    def _closed_by(self, result: p.RetireResult, reason: Literal["trashed", "archived"]) -> p.RetireResult:
+        """An open session of the moved file was closed: the client hears it before the answer."""
+        if result.closed_session_id is not None:
+            self.notify(DID_CLOSE, to_wire(p.DidCloseParams(result.closed_session_id, result.path, reason)))
+        return result
+
 
 @attrs.frozen
 class Handler:
@@ -242,6 +255,9 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/prepareBranchSummary": Handler(p.PrepareBranchSummaryParams, SessionService.prepare_branch_summary),
     "session/commitBranchSummary": Handler(p.CommitBranchSummaryParams, SessionService.commit_branch_summary),
     "session/navigate": Handler(p.NavigateParams, Daemon.navigate, daemon=True),
+    "session/trash": Handler(p.RetireParams, Daemon.trash, daemon=True),
+    "session/archive": Handler(p.RetireParams, Daemon.archive, daemon=True),
+    "session/restore": Handler(p.RetireParams, SessionService.restore),
 }
 
 

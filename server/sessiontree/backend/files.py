@@ -18,6 +18,7 @@ from ..errors import FileReplaced, SessionTreeError, StorageError
 from ..file_warning import FileWarning
 from ..listing import list_sessions, session_files, subdirectories
 from ..paths import SessionsRoot
+from ..retire import ARCHIVE
 from ..search import RefreshStats, index_path
 from ..search import SearchIndex as SqliteIndex
 from ..session_summary import SessionSummary
@@ -208,6 +209,15 @@ class FileBackend:
         else:
             directories = [self.root / name for name in subdirectories(self.root)]
         return list_sessions(self.root, session_files(self.root, directories), progress, every_cwd=cwd is None)
+
+    def archived(self, cwd: str | None, progress: Progress | None) -> builtins.list[SessionSummary]:
+        """The sessions moved to the `.archive/` folders (of one cwd, or of all)."""
+        if cwd is not None:
+            folders = [self.directory_for(cwd)]
+        else:
+            folders = [self.root / name for name in subdirectories(self.root)]
+        archives = [folder / ARCHIVE for folder in folders]
+        return list_sessions(self.root, session_files(self.root, archives), progress, every_cwd=cwd is None)
 
     def paths(self, cwd: str) -> builtins.list[Path]:
         return session_files(self.root, [self.directory_for(cwd)])
