@@ -79,6 +79,7 @@ class ListParams:
     cwd: str | None = None
     work_done_token: int | str | None = None
     archived: bool = False  # list the archived sessions (`.archive/` folders) instead
+    parent_session: str | None = None  # only the sessions whose header names this one (path or id) as parent
 
 
 @attrs.define

@@ -35,6 +35,7 @@ from .paths import check_session_id, file_name, new_session_id, refuse_control_c
 from .protocol import AppendedEntry, AppendResult
 from .retire import Moved, Retirement, home_trash
 from .search import RefreshStats
+from .session_summary import SessionSummary
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     Appended,
@@ -186,8 +187,12 @@ class SessionService:
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
         if params.archived:
-            return protocol.ListResult(self._file_backend("session/list with archived").archived(params.cwd, progress))
-        return protocol.ListResult(self.backend.list(params.cwd, progress))
+            listed = self._file_backend("session/list with archived").archived(params.cwd, progress)
+        else:
+            listed = self.backend.list(params.cwd, progress)
+        if params.parent_session is not None:
+            listed = _children_of(listed, params.parent_session, self.root)
+        return protocol.ListResult(listed)
 
     # ------------------------------------------------------------------ writing
 
@@ -584,6 +589,12 @@ class SessionService:
         opened = self._get(session_id)
         opened.sync()
         return opened
+
+
+def _children_of(listed: list[SessionSummary], parent: str, root: Path) -> list[SessionSummary]:
+    """The sessions whose `parentSession` is `parent`: a path (relative ones from the root) or an id."""
+    path = str(root / parent) if not Path(parent).is_absolute() else parent
+    return [s for s in listed if s.parent_session is not None and s.parent_session in (parent, path)]
 
 
 def _backend(config: ServiceConfig) -> Backend:

@@ -251,6 +251,7 @@ export interface ListParams {
   cwd?: string | null;
   workDoneToken?: number | string | null;
   archived?: boolean;
+  parentSession?: string | null;
 }
 
 export interface ListResult {
@@ -410,6 +411,7 @@ export interface SessionSummary {
   firstMessage: string;
   name?: string;
   parentSession?: string;
+  children?: number;
 }
 
 export interface SetNameParams {

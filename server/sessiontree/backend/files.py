@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import FileReplaced, SessionTreeError, StorageError
 from ..file_warning import FileWarning
-from ..listing import list_sessions, session_files, subdirectories
+from ..listing import count_children, list_sessions, session_files, subdirectories, with_nested
 from ..paths import SessionsRoot
 from ..retire import ARCHIVE
 from ..search import RefreshStats, index_path
@@ -204,11 +204,15 @@ class FileBackend:
     # ------------------------------------------------------------------ listing
 
     def list(self, cwd: str | None, progress: Progress | None) -> list[SessionSummary]:
+        """pi's listing, and the sessions agents keep in folders below a cwd's (sub-agents)."""
         if cwd is not None:
             directories = [self.directory_for(cwd)]
         else:
             directories = [self.root / name for name in subdirectories(self.root)]
-        return list_sessions(self.root, session_files(self.root, directories), progress, every_cwd=cwd is None)
+        files = session_files(self.root, with_nested(self.root, directories))
+        summaries = list_sessions(self.root, files, progress, every_cwd=cwd is None)
+        count_children(summaries)
+        return summaries
 
     def archived(self, cwd: str | None, progress: Progress | None) -> builtins.list[SessionSummary]:
         """The sessions moved to the `.archive/` folders (of one cwd, or of all)."""
