@@ -58,7 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("--sessions-dir", type=Path, help="the sessions root for --cwd (default: pi's)")
     stats.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
 
-    search = commands.add_parser("search", help="search every session under the sessions root")
+    search = commands.add_parser(
+        "search",
+        help="search every session under the sessions root",
+        description="Search every session under the sessions root. The first search builds a full-text index"
+        " of them (SQLite, about as big as the session files it indexes: ~100 MB for 100 MB of sessions) in"
+        " $XDG_CACHE_HOME/sessiontree/index (~/.cache/sessiontree/index), shared with the daemon; later"
+        " searches only read what changed. It is a cache: delete it any time, it is built again.",
+    )
     search.add_argument("query", help="words to find (FTS5 syntax with --fts: phrases, prefix*, AND/OR/NOT)")
     search.add_argument("--cwd", metavar="DIR", help="only the sessions of this project")
     search.add_argument("--fts", action="store_true", help="take the query in FTS5 syntax")
@@ -292,7 +299,9 @@ def across_sessions(args: argparse.Namespace) -> int:
             print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))
             return 0
         syntax: Literal["fts", "plain"] = "fts" if args.fts else "plain"
-        result = service.search(SearchParams(args.query, syntax, cwd=args.cwd, limit=args.limit), service.refresh_search())
+        indexed = service.refresh_search()
+        _say_where_the_index_is(service, indexed)
+        result = service.search(SearchParams(args.query, syntax, cwd=args.cwd, limit=args.limit), indexed)
         if args.json:
             print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))
         else:
@@ -303,6 +312,22 @@ def across_sessions(args: argparse.Namespace) -> int:
     finally:
         service.close_all()
     return 0
+
+
+def _say_where_the_index_is(service: Any, indexed: Any) -> None:
+    """On a terminal, a search that built or grew the index says where it is and how big: it is
+    written to the user's cache, and may be large."""
+    if not sys.stderr.isatty() or not (indexed.files_reindexed or indexed.files_appended or indexed.rebuilt):
+        return
+    path = getattr(getattr(service.search_index(), "index", None), "path", None)
+    if path is None:  # the PostgreSQL store's index is in the store
+        return
+    size = sum(os.path.getsize(part) for part in Path(path).parent.glob(Path(path).name + "*") if part.is_file())
+    print(
+        f"sessiontree: indexed {indexed.files_reindexed + indexed.files_appended:,} session files into {path}"
+        f" ({size / 1e6:,.1f} MB); a cache, built again if deleted",
+        file=sys.stderr,
+    )
 
 
 def _hit_lines(hits: list[Any]) -> Iterator[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,18 @@ def test_migrate_rewrites_an_old_file_and_keeps_the_original(tmp_path: Path, cap
     assert cli.main(["migrate", str(path)]) == 0
     assert "already version 3" in capsys.readouterr().err
     assert cli.main(["migrate", str(tmp_path / "missing.jsonl")]) == 1
+
+
+def test_search_on_a_terminal_says_where_its_index_is_and_how_big(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "sessions"
+    _write(root / "--p--" / "s.jsonl", HEADER, _message("a", None, "a findable word"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli.main(["search", "findable", "--sessions-dir", str(root)]) == 0
+    err = capsys.readouterr().err
+    index = tmp_path / "cache" / "sessiontree" / "index"
+    assert f"indexed 1 session files into {index}" in err and " MB)" in err
+    assert cli.main(["search", "findable", "--sessions-dir", str(root)]) == 0  # nothing new: nothing said
+    assert "indexed" not in capsys.readouterr().err
