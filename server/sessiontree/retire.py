@@ -36,6 +36,13 @@ _PRIVATE = 0o700  # the spec's mode for the trash folders: others may not read w
 Way = Literal["trash", "archive"]
 
 
+class _Unusable(Exception):
+    """The trash cannot take the file (its folders cannot be made or written, another mount)."""
+
+    def __init__(self, trash: Path, exc: OSError) -> None:
+        super().__init__(f"{trash}: {exc.strerror or exc}")
+
+
 @attrs.frozen
 class Moved:
     """A retired (or restored) file: where it was, where it is now, and its trash info file."""
@@ -80,8 +87,17 @@ class Retirement:
     # ------------------------------------------------------------------ moving out
 
     def trash(self, path: Path) -> Moved:
-        """Move the session file `path` (below the root) to the trash, with its `.trashinfo`."""
+        """Move the session file `path` (below the root) to the trash, with its `.trashinfo`; the
+        root's own trash when the home trash cannot take it (not writable, another mount)."""
         trash = self.trash_dir()
+        try:
+            return self._trash_into(trash, path)
+        except _Unusable:
+            if trash == self.root / LOCAL_TRASH:
+                raise StorageError(f"could not use the trash {trash}", path=str(trash)) from None
+            return self._trash_into(self.root / LOCAL_TRASH, path)
+
+    def _trash_into(self, trash: Path, path: Path) -> Moved:
         with _source(self.root, path) as (folder, identity), _trash_folders(trash) as (files, info):
             for name in _candidates(path.name):
                 try:
@@ -106,6 +122,10 @@ class Retirement:
 
     def archive(self, path: Path) -> Moved:
         """Move the session file `path` to `.archive/` in its folder."""
+        with _as_storage_error(path):
+            return self._archive(path)
+
+    def _archive(self, path: Path) -> Moved:
         target = path.parent / ARCHIVE / path.name
         with _source(self.root, path) as (folder, identity), confined.directory(self.root, target.parent, create=True) as archive:
             if not _link(folder, path.name, archive.fd, path.name, identity):
@@ -120,6 +140,10 @@ class Retirement:
         """Put a trashed or archived file back where it was. `path` is where it lies now (in a
         trash's `files/`, in an `.archive/` folder), or where it was (the latest trashed file that
         came from there, else the archived one)."""
+        with _as_storage_error(path):
+            return self._restore(path)
+
+    def _restore(self, path: Path) -> Moved:
         trash = self.in_trash(path)
         if trash is not None:
             return self._from_trash(trash, path.name)
@@ -173,6 +197,14 @@ class Retirement:
 
 
 @contextmanager
+def _as_storage_error(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except _Unusable as exc:
+        raise StorageError(f"could not move {path}: {exc}", path=str(path)) from None
+
+
+@contextmanager
 def _source(root: Path, path: Path) -> Iterator[tuple[confined.Directory, tuple[int, int]]]:
     """The folder of `path` (reached without links) and the identity of the regular, single-named
     file there: what is moved must be the file that was checked."""
@@ -196,7 +228,7 @@ def _trash_folders(trash: Path) -> Iterator[tuple[int, int]]:
             opened.append(os.open(trash / part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
         yield opened[0], opened[1]
     except OSError as exc:
-        raise StorageError(f"could not use the trash {trash}: {exc.strerror or exc}", path=str(trash)) from None
+        raise _Unusable(trash, exc) from None
     finally:
         for fd in opened:
             os.close(fd)
@@ -214,8 +246,8 @@ def _link_between(source_dir: int, name: str, target_dir: int, target: str, iden
     except FileExistsError:
         return False
     except OSError as exc:
-        if exc.errno == errno.EXDEV:
-            raise StorageError("the trash is on another file system; nothing was moved", path=name) from None
+        if exc.errno == errno.EXDEV:  # the same device number, but another mount
+            raise _Unusable(Path(name), exc) from None
         raise
     info = os.stat(target, dir_fd=target_dir, follow_symlinks=False)
     if (info.st_dev, info.st_ino) != identity:

@@ -142,3 +142,18 @@ def test_the_root_trash_is_used_when_the_home_trash_is_on_another_file_system(
     assert not (other / "no-such-data").exists()
     assert calls.result("session/list", {})["sessions"] == []
     assert calls.result("session/restore", {"path": str(path)})["path"] == str(path)
+
+
+def test_the_root_trash_is_used_when_the_home_trash_cannot_be_made(
+    start_daemon: Callable[..., RawDaemon], sessions_dir: Path, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "data" / "Trash" / "files"  # a file where the trash's folder goes
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("not a folder\n")
+    daemon = start_daemon("--sessions-dir", str(sessions_dir), env={"XDG_DATA_HOME": str(tmp_path / "data")})
+    daemon.initialize()
+    calls = Calls(daemon)
+    path = Path(_session(calls)["path"])
+    trashed = calls.result("session/trash", {"path": str(path)})
+    assert trashed["movedTo"] == str(sessions_dir / ".trash" / "files" / path.name)
+    assert calls.result("session/restore", {"path": str(path)})["path"] == str(path)
