@@ -162,8 +162,11 @@ def _parser() -> argparse.ArgumentParser:
         commands,
         "search",
         "search the text of every session",
-        "Search the text of every session under the sessions root (an index in ~/.cache/sessiontree is brought"
-        " up to date first). Each hit prints FILE#ID, which tree, context and export accept.",
+        "Search the text of every session under the sessions root. Each hit prints FILE#ID, which tree, context"
+        " and export accept. The first search builds a full-text index of them (SQLite, about as big as the"
+        " session files it indexes: ~100 MB for 100 MB of sessions) in $XDG_CACHE_HOME/sessiontree/index"
+        " (~/.cache/sessiontree/index), shared with the daemon; later searches only read what changed. It is a"
+        " cache: delete it any time, it is built again.",
     )
     search.add_argument("query", help="words to find (FTS5 syntax with --fts: phrases, prefix*, AND/OR/NOT)")
     search.add_argument("--cwd", metavar="DIR", help="only the sessions of this project directory (., ~/src/x, ...)")
@@ -174,6 +177,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_store.add_commands(commands)
     for name, description in _STORE_DESCRIPTIONS.items():
         commands.choices[name].description = description
+    _add_migrate(commands)
+    _add_retire(commands)
     return parser
 
 
@@ -198,6 +203,93 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
     return value
+
+
+_RETIRE_HELP = {
+    "trash": "move session files to the trash ($XDG_DATA_HOME/Trash, or .trash under the sessions root"
+    " when that is on another file system): restorable, never deleted",
+    "archive": "move session files to .archive/ in their folder: out of pi's list and of `session/list`",
+    "restore": "put trashed or archived session files back (FILE: where it was, or where it lies now)",
+}
+
+
+def _add_retire(commands: Any) -> None:
+    for name, text in _RETIRE_HELP.items():
+        command = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        command.add_argument("files", type=Path, nargs="+", metavar="FILE")
+        command.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
+        if name != "restore":
+            command.add_argument("-y", "--yes", action="store_true", help="do not ask on a terminal")
+
+
+def retire(args: argparse.Namespace) -> int:
+    """`trash`, `archive` and `restore`: the daemon's methods, run in this process; on a terminal
+    `trash` and `archive` ask first (unless --yes)."""
+    from .config import InitOptions, resolve_sessions_dir
+    from .errors import SessionTreeError
+    from .protocol import RetireParams
+    from .service import ServiceConfig, SessionService
+
+    root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
+    paths = [str(file.expanduser().absolute()) for file in args.files]
+    if args.command != "restore" and not args.yes and sys.stdin.isatty():
+        print("\n".join(paths), file=sys.stderr)
+        where = "the trash" if args.command == "trash" else "the archive"
+        print(f"sessiontree: move {len(paths)} session file(s) to {where}? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline()
+        if answer.strip().lower() not in ("y", "yes"):
+            print("sessiontree: nothing moved", file=sys.stderr)
+            return 1
+    service = SessionService(ServiceConfig(sessions_dir=root))
+    call = {"trash": service.trash, "archive": service.archive, "restore": service.restore}[args.command]
+    status = 0
+    for path in paths:
+        try:
+            moved: Any = call(RetireParams(path))
+        except SessionTreeError as exc:
+            print(f"sessiontree: {exc.message}", file=sys.stderr)
+            status = 1
+            continue
+        source = moved.restored_from if args.command == "restore" else moved.path
+        target = moved.path if args.command == "restore" else moved.moved_to
+        print(f"sessiontree: {source} -> {target}", file=sys.stderr)
+    return status
+
+
+def _add_migrate(commands: Any) -> None:
+    text = (
+        "rewrite version 1 and 2 session files as version 3, the originals kept as FILE.v<N>.bak"
+        " (viewing never migrates; the daemon migrates a file when it opens it to write)"
+    )
+    migrate = commands.add_parser("migrate", help=text, description=text[0].upper() + text[1:] + ".")
+    migrate.add_argument("files", type=Path, nargs="+", metavar="FILE")
+
+
+def migrate_files(files: list[Path]) -> int:
+    """`migrate`: each file opened for writing as the daemon opens it (which migrates an old one)."""
+    from .backend.files import FileBackend
+    from .errors import SessionTreeError
+    from .file_warning import FileWarning
+
+    status = 0
+    for file in files:
+        path = file.expanduser().resolve()
+        warnings: list[FileWarning] = []
+        try:
+            session = FileBackend(path.parent).load(path, warnings)
+        except SessionTreeError as exc:
+            print(f"sessiontree: {exc.message}", file=sys.stderr)
+            status = 1
+            continue
+        refused = session.read_only
+        session.close()
+        done = [w.message for w in warnings if w.kind == "migrated"]
+        if refused is not None and not done:
+            print(f"sessiontree: {path}: not migrated: {refused}", file=sys.stderr)
+            status = 1
+        else:
+            print(f"sessiontree: {path}: {done[0] if done else 'already version 3'}", file=sys.stderr)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -241,6 +333,10 @@ def _run(args: argparse.Namespace) -> int:
         return cli_store.run(args)
     if args.command == "list":
         return list_sessions(args)
+    if args.command == "migrate":
+        return migrate_files(args.files)
+    if args.command in _RETIRE_HELP:
+        return retire(args)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
     return show(args)
@@ -306,7 +402,10 @@ def show(args: argparse.Namespace) -> int:
         if args.output is not None:
             _check_output(args.output)
     # The daemon's defaults: index sidecars where `serve` keeps them, so a large file opens as fast.
-    config = ServiceConfig(sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()))
+    # Viewing never writes: the file is opened for reading only (not migrated, hard links allowed).
+    config = ServiceConfig(
+        sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()), view_only=True
+    )
     service = SessionService(config)
     try:
         opened = service.open(OpenParams(path=str(path)))
@@ -605,7 +704,9 @@ def across_sessions(args: argparse.Namespace) -> int:
             print_lines(_stats_lines(service.stats(StatsParams(cwd=cwd)), args.json))
             return 0
         syntax: Literal["fts", "plain"] = "fts" if args.fts else "plain"
-        result = service.search(SearchParams(args.query, syntax, cwd=cwd, limit=args.limit), service.refresh_search())
+        indexed = service.refresh_search()
+        _say_where_the_index_is(service, indexed)
+        result = service.search(SearchParams(args.query, syntax, cwd=cwd, limit=args.limit), indexed)
         if args.json:
             print_lines(iter([jsonfmt.dumps_wire(to_wire(result)).decode()]))
         else:
@@ -613,6 +714,22 @@ def across_sessions(args: argparse.Namespace) -> int:
     finally:
         service.close_all()
     return 0
+
+
+def _say_where_the_index_is(service: Any, indexed: Any) -> None:
+    """On a terminal, a search that built or grew the index says where it is and how big: it is
+    written to the user's cache, and may be large."""
+    if not sys.stderr.isatty() or not (indexed.files_reindexed or indexed.files_appended or indexed.rebuilt):
+        return
+    path = getattr(getattr(service.search_index(), "index", None), "path", None)
+    if path is None:  # the PostgreSQL store's index is in the store
+        return
+    size = sum(os.path.getsize(part) for part in Path(path).parent.glob(Path(path).name + "*") if part.is_file())
+    print(
+        f"sessiontree: indexed {indexed.files_reindexed + indexed.files_appended:,} session files into {path}"
+        f" ({size / 1e6:,.1f} MB); a cache, built again if deleted",
+        file=sys.stderr,
+    )
 
 
 def _hit_lines(hits: list[Any]) -> Iterator[str]:

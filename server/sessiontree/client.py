@@ -296,6 +296,15 @@ class SessionTreeClient:
     async def unsubscribe(self, params: protocol.SessionParams) -> None:
         await self.call("session/unsubscribe", params)
 
+    async def trash(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        return await self._call("session/trash", params, protocol.RetireResult)
+
+    async def archive(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        return await self._call("session/archive", params, protocol.RetireResult)
+
+    async def restore(self, params: protocol.RetireParams) -> protocol.RestoreResult:
+        return await self._call("session/restore", params, protocol.RestoreResult)
+
     async def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
         return await self._call("session/configure", params, protocol.ConfigureResult)
 
@@ -406,6 +415,15 @@ class SyncSessionTreeClient:
 
     def unsubscribe(self, params: protocol.SessionParams) -> None:
         return self._run(self.client.unsubscribe(params))
+
+    def trash(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        return self._run(self.client.trash(params))
+
+    def archive(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        return self._run(self.client.archive(params))
+
+    def restore(self, params: protocol.RetireParams) -> protocol.RestoreResult:
+        return self._run(self.client.restore(params))
 
     def configure(self, params: protocol.ConfigureParams) -> protocol.ConfigureResult:
         return self._run(self.client.configure(params))

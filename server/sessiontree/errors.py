@@ -121,6 +121,14 @@ class ReadOnlySession(SessionTreeError):
     name = "ReadOnlySession"
 
 
+class NameTaken(SessionTreeError):
+    """A session would be moved (trashed, archived, restored) to a name another file has: names are
+    never replaced, so nothing was moved."""
+
+    code = -32025
+    name = "NameTaken"
+
+
 ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -138,4 +146,5 @@ ALL_ERRORS: tuple[type[SessionTreeError], ...] = (
     FileReplaced,
     StoreUnavailable,
     ReadOnlySession,
+    NameTaken,
 )

@@ -199,6 +199,51 @@ def subdirectories(directory: Path) -> list[str]:
     return sorted(entry.name for entry in _scan(directory) if entry.is_dir(follow_symlinks=False))
 
 
+MAX_NESTED_DEPTH = 4  # folders below a cwd's folder searched for sessions (agents keep sub-agents' in <parent>/<run>/)
+
+
+def with_nested(root: Path, directories: Iterable[Path]) -> list[Path]:
+    """`directories`, each followed by the real folders below it to MAX_NESTED_DEPTH, where agents
+    keep the sessions of sub-agents. Dot folders (an `.archive`, the root's `.trash`) are not
+    entered, nor are symlinked ones."""
+    found: list[Path] = []
+    for directory in directories:
+        found.append(directory)
+        if not directory.name.startswith("."):
+            found.extend(_nested(root, directory, MAX_NESTED_DEPTH))
+    return found
+
+
+def _nested(root: Path, directory: Path, depth: int) -> list[Path]:
+    if depth == 0:
+        return []
+    try:
+        with confined.directory(root, directory) as folder:
+            names = sorted(e.name for e in _scan(folder.fd) if not e.name.startswith(".") and _is_dir(e))
+    except (PathOutsideRoot, FileNotFound):
+        return []
+    except OSError as exc:
+        _raise_if_exhausted(directory, exc)
+        return []
+    found: list[Path] = []
+    for name in names:
+        found.append(directory / name)
+        found.extend(_nested(root, directory / name, depth - 1))
+    return found
+
+
+def count_children(summaries: list[SessionSummary]) -> None:
+    """Set each session's `children`: the listed sessions whose header names it as `parentSession`
+    (by its path, as pi's forks do, or by its id)."""
+    counts: dict[str, int] = {}
+    for summary in summaries:
+        if summary.parent_session is not None:
+            counts[summary.parent_session] = counts.get(summary.parent_session, 0) + 1
+    for summary in summaries:
+        found = counts.get(summary.path, 0) + (counts.get(summary.id, 0) if summary.id != summary.path else 0)
+        summary.children = found or None
+
+
 def session_files(root: Path, directories: Iterable[Path]) -> list[Path]:
     """The `.jsonl` regular files in `directories` (below `root`, reached without following links)."""
     files: list[Path] = []
@@ -222,6 +267,13 @@ def _scan(directory: Path | int) -> list[os.DirEntry[Any]]:
     except OSError as exc:
         _raise_if_exhausted(Path(str(directory)), exc)
         return []
+
+
+def _is_dir(entry: os.DirEntry[Any]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _is_file(entry: os.DirEntry[Any]) -> bool:

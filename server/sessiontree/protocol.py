@@ -78,6 +78,8 @@ class SessionParams:
 class ListParams:
     cwd: str | None = None
     work_done_token: int | str | None = None
+    archived: bool = False  # list the archived sessions (`.archive/` folders) instead
+    parent_session: str | None = None  # only the sessions whose header names this one (path or id) as parent
 
 
 @attrs.define
@@ -518,6 +520,39 @@ class SummarizeResult:
     usage: JsonObject | None = None
 
 
+# ---------------------------------------------------------------- retiring sessions
+
+
+@attrs.define
+class RetireParams:
+    """Params of `session/trash`, `session/archive` and `session/restore`: a session file's path."""
+
+    path: str
+
+
+@attrs.define
+class RetireResult:
+    path: str  # where the file was
+    moved_to: str  # where it is now
+    info_path: str | None = None  # the trash's `.trashinfo` of it (`session/trash`)
+    closed_session_id: str | None = None  # the open session of the file, now closed
+
+
+@attrs.define
+class RestoreResult:
+    path: str  # where the file is again
+    restored_from: str
+
+
+@attrs.define
+class DidCloseParams:
+    """An open session the daemon closed because its file was trashed or archived."""
+
+    session_id: str
+    path: str
+    reason: Literal["trashed", "archived"]
+
+
 # The schema's (and the clients') name of a class, where it differs from the Python name:
 # `Warning` would shadow the builtin exception.
 WIRE_NAMES: Final[dict[type, str]] = {FileWarning: "Warning"}
@@ -566,6 +601,9 @@ METHODS: Final[dict[str, MethodTypes]] = {
     ),
     "session/subscribe": MethodTypes(SessionParams, SubscribeResult, "Watch the file for other writers."),
     "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
+    "session/trash": MethodTypes(RetireParams, RetireResult, "Move a session file to the trash (restorable)."),
+    "session/archive": MethodTypes(RetireParams, RetireResult, "Move a session file to its folder's archive."),
+    "session/restore": MethodTypes(RetireParams, RestoreResult, "Put a trashed or archived session file back."),
 }
 
 # Requests the daemon sends to a client that announced it can answer them.
@@ -580,6 +618,7 @@ CLIENT_REQUESTS: Final[dict[str, MethodTypes]] = {
 # Notifications the daemon sends, by method, with their params class.
 NOTIFICATIONS: Final[dict[str, type]] = {
     "session/didChange": DidChangeParams,
+    "session/didClose": DidCloseParams,
 }
 
 

@@ -21,7 +21,7 @@ import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, Literal, TypeVar, cast
 
 import attrs
 
@@ -51,6 +51,7 @@ T = TypeVar("T")
 
 NAME: Final = "sessiontree"
 DID_CHANGE: Final = "session/didChange"
+DID_CLOSE: Final = "session/didClose"
 
 
 def capabilities() -> dict[str, Any]:
@@ -252,6 +253,18 @@ class Daemon(LspServer):
         """Its service calls in their session's lane, when there are lanes."""
         return Summarizer(self, self.service, self.client_capabilities, None if self.lanes is None else self.in_lane)
 
+    def trash(self, params: p.RetireParams) -> p.RetireResult:
+        return self._closed_by(self.service.trash(params), "trashed")
+
+    def archive(self, params: p.RetireParams) -> p.RetireResult:
+        return self._closed_by(self.service.archive(params), "archived")
+
+    def _closed_by(self, result: p.RetireResult, reason: Literal["trashed", "archived"]) -> p.RetireResult:
+        """An open session of the moved file was closed: the client hears it before the answer."""
+        if result.closed_session_id is not None:
+            self.notify(DID_CLOSE, to_wire(p.DidCloseParams(result.closed_session_id, result.path, reason)))
+        return result
+
 
 class _PollInLanes:
     """The service as the watcher sees it when calls run in lanes: a poll is a call on no one
@@ -334,6 +347,9 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/prepareBranchSummary": Handler(p.PrepareBranchSummaryParams, SessionService.prepare_branch_summary),
     "session/commitBranchSummary": Handler(p.CommitBranchSummaryParams, SessionService.commit_branch_summary),
     "session/navigate": Handler(p.NavigateParams, Daemon.navigate, daemon=True),
+    "session/trash": Handler(p.RetireParams, Daemon.trash, daemon=True),
+    "session/archive": Handler(p.RetireParams, Daemon.archive, daemon=True),
+    "session/restore": Handler(p.RetireParams, SessionService.restore),
 }
 
 

@@ -11,6 +11,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import os
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,11 @@ from .errors import (
 )
 from .file_warning import FileWarning
 from .open_session import ChangeListener, OpenSession
-from .paths import check_session_id, file_name, new_session_id
+from .paths import check_session_id, file_name, new_session_id, refuse_control_characters
 from .protocol import AppendedEntry, AppendResult
+from .retire import Moved, Retirement, home_trash
 from .search import RefreshStats
+from .session_summary import SessionSummary
 from .stats import Stats  # `stats` in SessionService's body is its method
 from .store import (
     WRITE_WARNINGS,
@@ -59,6 +62,8 @@ class ServiceConfig:
     index_dir: Path | None = None  # where index sidecars go; None: no sidecars
     index_min_entries: int = 1000  # smaller sessions scan in milliseconds: no sidecar
     store: str | None = None  # a PostgreSQL connection string; None: the files under sessions_dir
+    view_only: bool = False  # open files for reading only (the CLI's views): nothing is ever written
+    trash_dir: Path | None = None  # where session/trash moves files; None: the home trash ($XDG_DATA_HOME/Trash)
 
 
 class SessionService:
@@ -182,7 +187,13 @@ class SessionService:
                     opened.sync(limit)
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
-        return protocol.ListResult(self.backend.list(params.cwd, progress))
+        if params.archived:
+            listed = self._file_backend("session/list with archived").archived(params.cwd, progress)
+        else:
+            listed = self.backend.list(params.cwd, progress)
+        if params.parent_session is not None:
+            listed = _children_of(listed, params.parent_session, self.root)
+        return protocol.ListResult(listed)
 
     # ------------------------------------------------------------------ writing
 
@@ -539,6 +550,44 @@ class SessionService:
 
     # ------------------------------------------------------------------ helpers
 
+    # ------------------------------------------------------------------ retiring sessions
+
+    def trash(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        """Move a session file to the trash (restorable); its open session is closed."""
+        path = self.backend.resolve(params.path)
+        return self._retired(self._retirement("session/trash").trash(path))
+
+    def archive(self, params: protocol.RetireParams) -> protocol.RetireResult:
+        """Move a session file to `.archive/` in its folder; its open session is closed."""
+        path = self.backend.resolve(params.path)
+        return self._retired(self._retirement("session/archive").archive(path))
+
+    def restore(self, params: protocol.RetireParams) -> protocol.RestoreResult:
+        """Put a trashed or archived session file back where it was (never over another file)."""
+        retirement = self._retirement("session/restore")
+        refuse_control_characters(params.path, "path")
+        path = Path(os.path.abspath(self.root / Path(params.path).expanduser()))  # relative: from the root
+        moved = retirement.restore(path)
+        return protocol.RestoreResult(str(moved.target), str(moved.source))
+
+    def _retired(self, moved: Moved) -> protocol.RetireResult:
+        opened = self._by_path.get(moved.source)
+        if opened is not None:  # its file is gone from where it was opened: the session ends
+            self._forget(opened)
+        info = None if moved.info is None else str(moved.info)
+        closed = None if opened is None else opened.id
+        return protocol.RetireResult(str(moved.source), str(moved.target), info, closed)
+
+    def _retirement(self, method: str) -> Retirement:
+        backend = self._file_backend(method)
+        trash = self.config.trash_dir if self.config.trash_dir is not None else home_trash(os.environ)
+        return Retirement(backend.root, trash)
+
+    def _file_backend(self, method: str) -> FileBackend:
+        if not isinstance(self.backend, FileBackend):
+            raise InvalidParams(f"{method} moves session files: the PostgreSQL store keeps none", field="$")
+        return self.backend
+
     def _get(self, session_id: str) -> OpenSession:
         opened = self._sessions.get(session_id)
         if opened is None:
@@ -551,9 +600,17 @@ class SessionService:
         return opened
 
 
+def _children_of(listed: list[SessionSummary], parent: str, root: Path) -> list[SessionSummary]:
+    """The sessions whose `parentSession` is `parent`: a path (relative ones from the root) or an id."""
+    path = str(root / parent) if not Path(parent).is_absolute() else parent
+    return [s for s in listed if s.parent_session is not None and s.parent_session in (parent, path)]
+
+
 def _backend(config: ServiceConfig) -> Backend:
     if config.store is None:
-        return FileBackend(config.sessions_dir, config.durability, config.index_dir, config.index_min_entries)
+        return FileBackend(
+            config.sessions_dir, config.durability, config.index_dir, config.index_min_entries, config.view_only
+        )
     from .backend.postgres import PostgresBackend  # psycopg is needed only by those who use it
 
     return PostgresBackend(config.sessions_dir, config.store)

@@ -16,3 +16,4 @@ class SessionSummary:
     first_message: str
     name: str | None = None
     parent_session: str | None = None
+    children: int | None = None  # listed sessions naming this one as their parentSession (listing.count_children)

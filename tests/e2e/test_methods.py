@@ -276,6 +276,24 @@ async def _store_unavailable(client: LanguageClient, root: Path) -> JsonRpcExcep
     return JsonRpcException.from_error(types.ResponseError(code=error["code"], message=error["message"], data=error["data"]))
 
 
+async def _read_only_session(client: LanguageClient, root: Path) -> JsonRpcException:
+    """A file that starts with a byte order mark: shown, never written to."""
+    path = root / "--bom--" / "bom.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'\xef\xbb\xbf{"type":"session","version":3,"id":"bom","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/b"}\n')
+    opened = await call(client, "session/open", {"path": str(path)})
+    return await failure(client, "session/append", {"sessionId": opened["sessionId"], "entry": user_entry("x")})
+
+
+async def _name_taken(client: LanguageClient, root: Path) -> JsonRpcException:
+    """An archived session restored onto a name another file took meanwhile."""
+    session_id, _ = await new_session(client, user_entry("a"))
+    path = (await call(client, "session/info", {"sessionId": session_id}))["path"]
+    archived = (await call(client, "session/archive", {"path": path}))["movedTo"]
+    Path(path).write_text("another file\n")
+    return await failure(client, "session/restore", {"path": archived})
+
+
 ERROR_CASES = {
     "InvalidParams": _invalid_params,
     "SessionNotFound": _session_not_found,
@@ -292,6 +310,8 @@ ERROR_CASES = {
     "SummaryFailed": _summary_failed,
     "FileReplaced": _file_replaced,
     "StoreUnavailable": _store_unavailable,
+    "ReadOnlySession": _read_only_session,
+    "NameTaken": _name_taken,
 }
 
 

@@ -40,6 +40,9 @@ from support.timeouts import ANSWER_TIMEOUT, EXIT_TIMEOUT
 
 SESSIONS_DIR_TOKEN: Final = "${SESSIONS_DIR}"
 """Stands for the sessions root in stored transcripts."""
+DATA_HOME: Final = ".data"
+"""`$XDG_DATA_HOME` of recorded and replayed daemons, below their root: session/trash's trash is
+there, its paths shown with the root's token (never the home of whoever runs the tests)."""
 
 STEP_TIMEOUT: Final = ANSWER_TIMEOUT  # each answer; the first (start-up included) gets STARTUP_TIMEOUT
 # Each request goes out at least this long after the previous answer, in recording and replay
@@ -245,7 +248,7 @@ class Daemon(RawDaemon):
     time; a badly framed frame is a mismatch, and the end of the output a message of its own."""
 
     def __init__(self, root: Path) -> None:
-        super().__init__("--sessions-dir", str(root))
+        super().__init__("--sessions-dir", str(root), env={"XDG_DATA_HOME": str(root / DATA_HOME)})
 
     def _output_error(self, exc: Exception, line: bytes) -> Exception:
         return ReplayMismatch(f"badly framed output from the daemon: {line!r} ({exc})")

@@ -29,7 +29,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from support.replay import PACE_SECONDS, SESSIONS_DIR_TOKEN, STEP_TIMEOUT  # noqa: E402
+from support.replay import DATA_HOME, PACE_SECONDS, SESSIONS_DIR_TOKEN, STEP_TIMEOUT  # noqa: E402
 
 CWD = "/work/demo"
 USER_TIME = 1735689600000  # the client's own message times: data, kept as sent
@@ -40,8 +40,9 @@ class Driver:
 
     def __init__(self, root: Path, record: Path) -> None:
         command = [sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root), "--record", str(record)]
+        env = {**os.environ, "XDG_DATA_HOME": str(root / DATA_HOME)}  # session/trash's trash, kept in the root
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0, env=env
         )
         self._next_id = 0
 
@@ -292,6 +293,11 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/close", {"sessionId": forked["sessionId"]})
     d.result("session/open", {"path": forked["path"]})
     d.result("session/open", {"path": created["path"].removeprefix(str(root) + "/")})  # already open: same session
+    d.result("session/archive", {"path": forked["path"]})  # open: closed, with session/didClose
+    d.result("session/list", {"cwd": CWD, "archived": True})
+    d.result("session/restore", {"path": forked["path"]})
+    d.result("session/trash", {"path": forked["path"]})
+    d.result("session/restore", {"path": forked["path"]})
     d.result("session/close", {"sessionId": sid})
     assert d.stop() == 0
 
@@ -329,6 +335,9 @@ def errors(d: Driver, root: Path) -> None:
     d.error("session/create", {"cwd": CWD, "id": "errors-demo"}, -32016)
     d.error("session/create", {"cwd": "/work/dangling"}, -32013)  # its directory is a symlink: never followed
     d.error("session/create", {"cwd": "/work/blocked"}, -32017)  # a file stands where its directory goes
+    d.error("session/restore", {"path": "--work-demo--/.archive/taken.jsonl"}, -32025)  # the name is taken
+    bom = d.result("session/open", {"path": "--work-demo--/bom.jsonl"})["sessionId"]  # pi does not open it
+    d.error("session/append", {"sessionId": bom, "entry": user("refused")}, -32024)
     assert d.stop() == 0
 
 
@@ -369,6 +378,9 @@ SEEDS: dict[str, dict[str, str | Symlink]] = {
         "notes.jsonl": '{"hello":"world"}\n',
         "--work-dangling--": Symlink("nowhere"),
         "--work-blocked--": "a file where a directory should be\n",
+        "--work-demo--/bom.jsonl": '\ufeff{"type":"session","version":3,"id":"bom","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/demo"}\n',
+        "--work-demo--/taken.jsonl": '{"type":"session","version":3,"id":"taken","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/demo"}\n',
+        "--work-demo--/.archive/taken.jsonl": '{"type":"session","version":3,"id":"archived","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/demo"}\n',
     },
     "open-warnings": {"--work-demo--/damaged.jsonl": _DAMAGED},
 }

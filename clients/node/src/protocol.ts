@@ -170,6 +170,13 @@ export interface DidChangeParams {
   leafMoved: boolean;
 }
 
+/** An open session the daemon closed because its file was trashed or archived. */
+export interface DidCloseParams {
+  sessionId: string;
+  path: string;
+  reason: "trashed" | "archived";
+}
+
 export interface EditContextParams {
   sessionId: string;
   targetId: string;
@@ -244,6 +251,8 @@ export interface LabelParams {
 export interface ListParams {
   cwd?: string | null;
   workDoneToken?: number | string | null;
+  archived?: boolean;
+  parentSession?: string | null;
 }
 
 export interface ListResult {
@@ -326,6 +335,23 @@ export interface PrepareCompactionResult {
   turnPrefixPrompt?: SummaryPrompt;
 }
 
+export interface RestoreResult {
+  path: string;
+  restoredFrom: string;
+}
+
+/** Params of `session/trash`, `session/archive` and `session/restore`: a session file's path. */
+export interface RetireParams {
+  path: string;
+}
+
+export interface RetireResult {
+  path: string;
+  movedTo: string;
+  infoPath?: string;
+  closedSessionId?: string;
+}
+
 export interface SearchHit {
   path: string;
   sessionId: string;
@@ -386,6 +412,7 @@ export interface SessionSummary {
   firstMessage: string;
   name?: string;
   parentSession?: string;
+  children?: number;
 }
 
 export interface SetNameParams {
@@ -505,6 +532,7 @@ export interface Warning {
 /** Every request a client sends, by method: its params and result. */
 export interface Methods {
   "session/append": { params: AppendParams; result: AppendResult };
+  "session/archive": { params: RetireParams; result: RetireResult };
   "session/branch": { params: BranchParams; result: BranchResult };
   "session/close": { params: SessionParams; result: null };
   "session/commitBranchSummary": { params: CommitBranchSummaryParams; result: CommitBranchSummaryResult };
@@ -524,10 +552,12 @@ export interface Methods {
   "session/open": { params: OpenParams; result: OpenResult };
   "session/prepareBranchSummary": { params: PrepareBranchSummaryParams; result: PrepareBranchSummaryResult };
   "session/prepareCompaction": { params: PrepareCompactionParams; result: PrepareCompactionResult };
+  "session/restore": { params: RetireParams; result: RestoreResult };
   "session/search": { params: SearchParams; result: SearchResult };
   "session/setName": { params: SetNameParams; result: AppendResult };
   "session/stats": { params: StatsParams; result: StatsResult };
   "session/subscribe": { params: SessionParams; result: SubscribeResult };
+  "session/trash": { params: RetireParams; result: RetireResult };
   "session/tree": { params: TreeParams; result: TreeResult };
   "session/treeView": { params: TreeViewParams; result: TreeViewResult };
   "session/unsubscribe": { params: SessionParams; result: null };
@@ -536,6 +566,7 @@ export interface Methods {
 /** Every notification the daemon sends, by method: its params. */
 export interface Notifications {
   "session/didChange": DidChangeParams;
+  "session/didClose": DidCloseParams;
 }
 
 /** Every request the daemon sends to a client, by method: its params and the client's result. */
@@ -543,9 +574,9 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/archive","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/restore","session/search","session/setName","session/stats","session/subscribe","session/trash","session/tree","session/treeView","session/unsubscribe"] as const;
 
-export const NOTIFICATION_NAMES = ["session/didChange"] as const;
+export const NOTIFICATION_NAMES = ["session/didChange","session/didClose"] as const;
 
 export const CLIENT_REQUEST_NAMES = ["sessiontree/summarize"] as const;
 
@@ -573,4 +604,5 @@ export const ErrorCodes = {
   FileReplaced: -32022,
   StoreUnavailable: -32023,
   ReadOnlySession: -32024,
+  NameTaken: -32025,
 } as const;

@@ -53,6 +53,8 @@ end, {
   desc = 'Export the open session as Markdown or HTML: {markdown|html} [path|tree] [file]',
 })
 
+require('sessiontree.retire').register() -- :SessionTrash, :SessionArchive, :SessionRestore
+
 vim.api.nvim_create_autocmd('VimLeavePre', {
   callback = function()
     if package.loaded['sessiontree'] then

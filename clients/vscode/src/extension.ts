@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { SessionTreeClient } from "sessiontree-client";
 import * as commands from "./commands";
 import { ContextDocuments } from "./contextDocument";
+import * as retire from "./retire";
 import type { EntryItem, ViewItem } from "./model";
 import { SessionView } from "./session";
 import { SessionStatus } from "./statusBar";
@@ -180,6 +181,10 @@ class Extension implements vscode.Disposable {
 
 let extension: Extension | undefined;
 
+/** A modal confirmation, as VS Code asks before deleting a file. */
+const confirmModal: retire.Confirm = async (message, action) =>
+  (await vscode.window.showWarningMessage(message, { modal: true }, action)) === action;
+
 const ui: commands.Ui = {
   pick: (items, placeholder) => Promise.resolve(vscode.window.showQuickPick(items, { placeHolder: placeholder })),
   input: (prompt, value) => Promise.resolve(vscode.window.showInputBox({ prompt, ...(value ? { value } : {}) })),
@@ -251,6 +256,12 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("sessiontree.export", run((view) => commands.exportSession(ui, view))),
     vscode.commands.registerCommand("sessiontree.showContext", guarded(() => ext.showContext())),
     vscode.commands.registerCommand("sessiontree.restart", guarded(() => ext.restart())),
+    vscode.commands.registerCommand("sessiontree.trashSession", run((view) => retire.retireSession(view, confirmModal, "trash"))),
+    vscode.commands.registerCommand("sessiontree.archiveSession", run((view) => retire.retireSession(view, confirmModal, "archive"))),
+    vscode.commands.registerCommand("sessiontree.restoreSession", run(async (view) => {
+      const path = await ui.input("The session file to restore: where it was, or where it lies in the trash or archive");
+      return path ? retire.restoreSession(view, path) : undefined;
+    })),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("sessiontree")) {
         void vscode.window

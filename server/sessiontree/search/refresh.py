@@ -33,7 +33,7 @@ import orjson
 from .. import jsonfmt
 from ..entries import iso_to_ms
 from ..errors import SessionTreeError, StorageError
-from ..listing import session_files, subdirectories
+from ..listing import session_files, subdirectories, with_nested
 from ..store import FileStorage, confined
 from ..store.lines import BOM, LineReader
 from .leafpath import follow_leaf
@@ -138,7 +138,8 @@ class Refresher:
     def _run(self, files: Iterable[Path] | None, progress: Progress | None) -> None:
         known = load_states(self.db)
         if files is None:
-            paths = session_files(self.root, [self.root / name for name in subdirectories(self.root)])
+            folders = with_nested(self.root, [self.root / name for name in subdirectories(self.root)])
+            paths = session_files(self.root, folders)  # sub-agents' sessions in nested folders too
             self._drop_gone(known, {str(path) for path in paths})
         else:
             paths = list(dict.fromkeys(files))

@@ -43,8 +43,10 @@ class Directory:
         self.fd = fd
         self.path = path
 
-    def open_file(self, name: str, flags: int) -> int:
-        """Open `name` here as a regular file of one name; refuse anything else, clearly."""
+    def open_file(self, name: str, flags: int, one_name: bool = True) -> int:
+        """Open `name` here as a regular file of one name; refuse anything else, clearly. Without
+        `one_name` a file with other names (hard links) is opened too: for reading only, since the
+        rule protects writes from reaching a file outside the root."""
         try:
             fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
         except FileNotFoundError:
@@ -54,7 +56,7 @@ class Directory:
                 raise _symlink(self.path / name) from None
             raise
         try:
-            _check_regular(os.fstat(fd), self.path / name)
+            _check_regular(os.fstat(fd), self.path / name, one_name)
         except BaseException:
             os.close(fd)
             raise
@@ -86,12 +88,12 @@ class Directory:
 
 
 
-def _check_regular(info: os.stat_result, path: Path) -> None:
+def _check_regular(info: os.stat_result, path: Path, one_name: bool = True) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise NotASessionFile(f"{path} is not a regular file", path=str(path))
     if info.st_nlink == 0:  # removed or renamed over between the open and this check
         raise FileNotFound(f"{path} was removed while it was being opened", path=str(path))
-    if info.st_nlink != 1:
+    if info.st_nlink != 1 and one_name:
         raise PathOutsideRoot(
             f"{path} has {info.st_nlink} names (hard links), which may lie outside the sessions directory",
             path=str(path),
@@ -143,7 +145,10 @@ def _step(parent: int, name: str, create: bool, path: Path) -> int:
         raise
 
 
-def open_file(root: Path, path: Path, flags: int) -> int:
-    """Open the resolved `path` below `root` as a regular file of one name, never following a link."""
+def open_file(root: Path, path: Path, flags: int, one_name: bool = True) -> int:
+    """Open the resolved `path` below `root` as a regular file of one name (see `Directory.open_file`),
+    never following a link."""
+    if not one_name and flags & (os.O_WRONLY | os.O_RDWR):
+        raise ValueError("only a file opened for reading may have other names")
     with directory(root, path.parent) as parent:
-        return parent.open_file(path.name, flags)
+        return parent.open_file(path.name, flags, one_name)

@@ -55,6 +55,13 @@ _WRITE_TRIES = 3  # an append spoiled by another writer's unfinished line is wri
 # writer that died), for at most _UNFINISHED_WAIT in all. Appends with no such line never wait.
 _UNFINISHED_POLL, _QUIET, _UNFINISHED_WAIT = 0.001, 0.005, 0.05
 WRITE_WARNINGS: Final = frozenset({"torn-line-fenced", "empty-line-fenced"})  # what an append did to the file
+# Why a session is shown but not written to (ReadOnlySession's `reason`, protocol.md "Errors"):
+READ_ONLY_REASONS = (
+    "byte-order-mark",  # pi does not open the file as a session
+    "permission",  # the daemon may not write the file (its mode, its owner; EACCES/EPERM)
+    "read-only-filesystem",  # the file lies on a read-only mount (EROFS)
+    "view",  # opened to be viewed (the CLI's read commands): never written to
+)
 
 
 class _Id(msgspec.Struct):
@@ -138,6 +145,7 @@ class Session:
         self.fenced = False  # an append ended another writer's torn line: a scan would now see it
         self._unfinished_at = -1  # the file's size when its last line was last found unfinished
         self.read_only: str | None = None  # why appends are refused (shown, never written to)
+        self.read_only_reason: str | None = None  # the same as a code: READ_ONLY_REASONS
 
     # ------------------------------------------------------------------ loading
 
@@ -173,17 +181,24 @@ class Session:
         on open, and a fork copies it into a file pi reads."""
         if self.storage.read(0, len(BOM)) != BOM:
             return
-        self.read_only = "the file starts with a UTF-8 byte order mark, which pi does not open as a session"
-        if not any(w.kind == "read-only" for w in self.warnings):
-            self.warnings.insert(
-                0,
-                FileWarning(
-                    "read-only",
-                    "line 1 starts with a UTF-8 byte order mark: pi does not open the file as a session, so the"
-                    " daemon shows it but refuses appends (-32024); session/fork copies it into a file pi opens",
-                    line=1,
-                ),
-            )
+        self.refuse_writes(
+            "byte-order-mark",
+            "the file starts with a UTF-8 byte order mark, which pi does not open as a session",
+            FileWarning(
+                "read-only",
+                "line 1 starts with a UTF-8 byte order mark: pi does not open the file as a session, so the"
+                " daemon shows it but refuses appends (-32024); session/fork copies it into a file pi opens",
+                line=1,
+            ),
+        )
+
+    def refuse_writes(self, reason: str, why: str, warning: FileWarning | None) -> None:
+        """Show the session but refuse every append with -32024 (`reason`: one of READ_ONLY_REASONS);
+        the first reason found is the one given, and `warning` is said once."""
+        if self.read_only is None:
+            self.read_only, self.read_only_reason = why, reason
+        if warning is not None and not any(w.kind == "read-only" for w in self.warnings):
+            self.warnings.insert(0, warning)
 
     def _scan_to(self, size: int) -> LineBlocks:
         """Take in the whole lines from `end` to `size`, a big file's later part decoded by a
@@ -489,7 +504,9 @@ class Session:
         nothing, and the others go on. Returns, per request, what it wrote or its error (a failed
         write fails every request that was to be written), and other writers' entries taken in."""
         if self.read_only is not None:
-            refused = ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+            refused = ReadOnlySession(
+                f"the session is read-only: {self.read_only}", path=self.storage.name, reason=self.read_only_reason
+            )
             return [refused for _ in requests], []
         with self.storage.lock():
             leaf_before = self.index.leaf_id
