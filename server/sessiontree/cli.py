@@ -9,11 +9,14 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
 from .output import print_lines, write_file, write_stdout
+
+if TYPE_CHECKING:
+    from .agents import AgentName
 
 T = TypeVar("T")
 
@@ -36,13 +39,17 @@ def _parser() -> argparse.ArgumentParser:
         help=f"refuse larger messages (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
 
+    _agent_flags(serve)
+
     tree = commands.add_parser("tree", help="print the tree of a session file")
     tree.add_argument("file", type=Path)
+    _agent_flags(tree)
 
     context = commands.add_parser("context", help="print the context the model would see")
     context.add_argument("file", type=Path)
     context.add_argument("--leaf", metavar="ID", help="the leaf to project from (default: the current leaf)")
     context.add_argument("--format", choices=("agent", "llm"), default="agent")
+    _agent_flags(context)
 
     export = commands.add_parser("export", help="write a session as Markdown or a self-contained HTML page")
     export.add_argument("file", type=Path)
@@ -50,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--scope", choices=("path", "tree"), default="path", help="the leaf's path, or every branch")
     export.add_argument("--leaf", metavar="ID", help="the leaf (default: the current leaf)")
     export.add_argument("-o", "--output", type=Path, metavar="OUT", help="the file to write (default: stdout)")
+    _agent_flags(export)
 
     stats = commands.add_parser("stats", help="entries, messages, tool calls, tokens and cost")
     target = stats.add_mutually_exclusive_group(required=True)
@@ -57,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--cwd", metavar="DIR", help="every session of a project (under the sessions root)")
     stats.add_argument("--sessions-dir", type=Path, help="the sessions root for --cwd (default: pi's)")
     stats.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+    _agent_flags(stats)
 
     search = commands.add_parser("search", help="search every session under the sessions root")
     search.add_argument("query", help="words to find (FTS5 syntax with --fts: phrases, prefix*, AND/OR/NOT)")
@@ -67,6 +76,32 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
     cli_store.add_commands(commands)
     return parser
+
+
+def _agent_flags(command: argparse.ArgumentParser) -> None:
+    """Where other agents' sessions are read (protocol.md, "Other agents' sessions")."""
+    command.add_argument(
+        "--claude-code-dir", metavar="DIR", help="Claude Code's sessions (default: $CLAUDE_CONFIG_DIR/projects or"
+        " ~/.claude/projects); off: none"
+    )
+    command.add_argument(
+        "--codex-dir", metavar="DIR", help="Codex's sessions (default: $CODEX_HOME/sessions or ~/.codex/sessions); off: none"
+    )
+
+
+def agent_dir_flags(args: argparse.Namespace) -> tuple[tuple[AgentName, str], ...]:
+    given: list[tuple[AgentName, str]] = []
+    if getattr(args, "claude_code_dir", None):
+        given.append(("claude-code", args.claude_code_dir))
+    if getattr(args, "codex_dir", None):
+        given.append(("codex", args.codex_dir))
+    return tuple(given)
+
+
+def agent_dirs(args: argparse.Namespace) -> dict[AgentName, Path]:
+    from .config import InitOptions, resolve_agent_dirs
+
+    return resolve_agent_dirs(agent_dir_flags(args), os.environ, InitOptions())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             debug=args.debug,
             record=args.record,
             store=args.store,
+            agent_dirs=agent_dir_flags(args),
         )
         return serve(config)
     if args.command in ("push", "pull", "store"):
@@ -104,7 +140,9 @@ def show(args: argparse.Namespace) -> int:
         print(f"sessiontree: no such file: {path}", file=sys.stderr)
         return 2
     # The daemon's defaults: index sidecars where `serve` keeps them, so a large file opens as fast.
-    config = ServiceConfig(sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()))
+    config = ServiceConfig(
+        sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()), agents=agent_dirs(args)
+    )
     service = SessionService(config)
     try:
         opened = service.open(OpenParams(path=str(path)))
@@ -190,7 +228,8 @@ def across_sessions(args: argparse.Namespace) -> int:
     from .service import ServiceConfig, SessionService
 
     root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
-    service = SessionService(ServiceConfig(sessions_dir=root, index_dir=resolve_index_dir(os.environ, InitOptions())))
+    index_dir = resolve_index_dir(os.environ, InitOptions())
+    service = SessionService(ServiceConfig(sessions_dir=root, index_dir=index_dir, agents=agent_dirs(args)))
     try:
         if args.command == "stats":
             print_lines(_stats_lines(service.stats(StatsParams(cwd=args.cwd)), args.json))

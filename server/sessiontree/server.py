@@ -27,6 +27,7 @@ from .client_summary import Summarizer
 from .config import (
     ServerConfig,
     parse_init_options,
+    resolve_agent_dirs,
     resolve_durability,
     resolve_index_dir,
     resolve_sessions_dir,
@@ -87,7 +88,8 @@ class Daemon(LspServer):
         root = resolve_sessions_dir(self.config.sessions_dir, os.environ, options)
         durability = resolve_durability(self.config.durability, options)
         store = resolve_store(self.config.store, os.environ, options)
-        config = ServiceConfig(root, durability, resolve_index_dir(os.environ, options), store=store)
+        agents = resolve_agent_dirs(self.config.agent_dirs, os.environ, options)
+        config = ServiceConfig(root, durability, resolve_index_dir(os.environ, options), store=store, agents=agents)
         service = SessionService(config, self._did_change)
         service.backend.start()  # a store that cannot be reached fails `initialize`, with why
         self._service = service

@@ -18,6 +18,9 @@ from typing import Any
 import attrs
 
 from . import export, jsonfmt, protocol, stats, summaries
+from .agents import AgentName
+from .agents.served import AgentSessions, follow_leaf
+from .agents.storage import TranslationStorage
 from .backend import Backend, SearchIndex
 from .backend.files import FileBackend
 from .entries import iso_to_ms, now_iso, session_name, validate_entry
@@ -58,6 +61,26 @@ class ServiceConfig:
     index_dir: Path | None = None  # where index sidecars go; None: no sidecars
     index_min_entries: int = 1000  # smaller sessions scan in milliseconds: no sidecar
     store: str | None = None  # a PostgreSQL connection string; None: the files under sessions_dir
+    agents: dict[AgentName, Path] = attrs.field(factory=dict)  # other agents' folders, read beside the root
+
+
+class AgentOpenSession(OpenSession):
+    """Another agent's session, open read-only over its translation; its leaf the agent's."""
+
+    @property
+    def storage(self) -> TranslationStorage:
+        storage = self.session.storage
+        assert isinstance(storage, TranslationStorage)
+        return storage
+
+    def sync(self, limit: int | None = None) -> None:
+        """What the agent wrote since; the leaf then moves where the agent's leaf now is."""
+        session = self.session
+        leaf = session.index.leaf_id
+        added = session.refresh(limit)
+        if added:
+            follow_leaf(session, self.storage)
+        self.took_in(added, leaf)
 
 
 class SessionService:
@@ -70,6 +93,7 @@ class SessionService:
         self._sessions: dict[str, OpenSession] = {}
         self._by_path: dict[Path, OpenSession] = {}
         self._search: SearchIndex | None = None
+        self.agents = AgentSessions(config.agents)
 
     # ------------------------------------------------------------------ lifecycle of sessions
 
@@ -88,7 +112,7 @@ class SessionService:
         return protocol.CreateResult(opened.id, str(path), opened.session.header)
 
     def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
-        path = self.backend.resolve(params.path)
+        path = self._resolve(params.path)
         opened = self._by_path.get(path)
         warnings: list[FileWarning] = []
         if opened is not None:
@@ -110,7 +134,15 @@ class SessionService:
             warnings=warnings + session.warnings,
         )
 
+    def _resolve(self, path: str) -> Path:
+        """Another agent's session in its folder, or a pi session's path below the root."""
+        found = self.agents.resolve(path)
+        return found[1] if found is not None else self.backend.resolve(path)
+
     def _register(self, path: Path, warnings: list[FileWarning]) -> OpenSession:
+        found = self.agents.resolve(str(path))
+        if found is not None:
+            return self._add(AgentOpenSession(self.agents.load(*found), path, self.listener))
         return self._add(OpenSession(self.backend.load(path, warnings), path, self.listener))
 
     def _add(self, opened: OpenSession) -> OpenSession:
@@ -147,7 +179,10 @@ class SessionService:
         self.backend.close()
 
     def _close(self, opened: OpenSession) -> None:
-        self.backend.release(opened.session, opened.path)
+        if isinstance(opened, AgentOpenSession):
+            opened.session.close()  # no index sidecar: the translation is made afresh on open
+        else:
+            self.backend.release(opened.session, opened.path)
 
     def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
         opened = self._synced(params.session_id)
@@ -181,7 +216,11 @@ class SessionService:
                     opened.sync(limit)
 
     def list(self, params: protocol.ListParams, progress: Progress | None = None) -> protocol.ListResult:
-        return protocol.ListResult(self.backend.list(params.cwd, progress))
+        found = self.backend.list(params.cwd, progress)
+        others = self.agents.list(params.cwd)
+        if others:  # stable: pi's own order among equal times is kept
+            found = sorted(found + others, key=lambda summary: summary.modified, reverse=True)
+        return protocol.ListResult(found)
 
     # ------------------------------------------------------------------ writing
 

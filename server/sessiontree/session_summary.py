@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from .agents import AgentName
+
 
 @attrs.define
 class SessionSummary:
@@ -16,3 +18,4 @@ class SessionSummary:
     first_message: str
     name: str | None = None
     parent_session: str | None = None
+    agent: AgentName = "pi"  # whose session: "pi", or another agent's read through its translator

@@ -385,6 +385,7 @@ export interface SessionSummary {
   firstMessage: string;
   name?: string;
   parentSession?: string;
+  agent: "pi" | "claude-code" | "codex";
 }
 
 export interface SetNameParams {

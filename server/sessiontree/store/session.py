@@ -132,6 +132,7 @@ class Session:
         self.fenced = False  # an append ended another writer's torn line: a scan would now see it
         self._unfinished_at = -1  # the file's size when its last line was last found unfinished
         self.read_only: str | None = None  # why appends are refused (shown, never written to)
+        self.read_only_data: dict[str, str] = {}  # more for the refusal's `data` (another agent's name)
 
     # ------------------------------------------------------------------ loading
 
@@ -483,7 +484,9 @@ class Session:
         nothing, and the others go on. Returns, per request, what it wrote or its error (a failed
         write fails every request that was to be written), and other writers' entries taken in."""
         if self.read_only is not None:
-            refused = ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+            refused = ReadOnlySession(
+                f"the session is read-only: {self.read_only}", path=self.storage.name, **self.read_only_data
+            )
             return [refused for _ in requests], []
         with self.storage.lock():
             leaf_before = self.index.leaf_id
