@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20, metavar="N", help="hits to show (default 20)")
     search.add_argument("--sessions-dir", type=Path, help="the sessions root (default: pi's)")
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+
+    imports = commands.add_parser("import", help="write Claude Code or Codex sessions out as pi sessions")
+    imports.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders of either agent")
+    imports.add_argument("--sessions-dir", type=Path, help="the pi sessions root to write to (default: pi's)")
+    imports.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+    _agent_flags(imports)
     cli_store.add_commands(commands)
     return parser
 
@@ -123,7 +129,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_store.run(args)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
+    if args.command == "import":
+        return import_sessions(args)
     return show(args)
+
+
+def import_sessions(args: argparse.Namespace) -> int:
+    """`import`: other agents' sessions written under the sessions root, as the daemon's session/import."""
+    from . import jsonfmt
+    from .config import InitOptions, resolve_sessions_dir
+    from .errors import SessionTreeError
+    from .protocol import ImportParams, to_wire
+    from .service import ServiceConfig, SessionService
+
+    root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
+    service = SessionService(ServiceConfig(sessions_dir=root, agents=agent_dirs(args)))
+    try:
+        paths = [str(Path(path).expanduser().absolute()) for path in args.paths]
+        result = service.import_sessions(ImportParams(paths))
+    except SessionTreeError as exc:
+        print(f"sessiontree: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        service.close_all()
+    if args.json:
+        write_stdout(jsonfmt.dumps_wire(to_wire(result)) + b"\n")
+    else:
+        for done in result.imported:
+            news = f"{done.added} new" if done.added != done.entries else "all new"
+            print(f"{done.source} -> {done.path} ({done.entries} entries, {news if done.added else 'up to date'})")
+        for failed in result.failed:
+            print(f"sessiontree: {failed.source}: {failed.error}", file=sys.stderr)
+    return 1 if result.failed else 0
 
 
 def show(args: argparse.Namespace) -> int:

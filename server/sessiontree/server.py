@@ -235,6 +235,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/label": Handler(p.LabelParams, SessionService.label),
     "session/setName": Handler(p.SetNameParams, SessionService.set_name),
     "session/editContext": Handler(p.EditContextParams, SessionService.edit_context),
+    "session/import": Handler(p.ImportParams, SessionService.import_sessions),
     "session/subscribe": Handler(p.SessionParams, SessionService.subscribe),
     "session/unsubscribe": Handler(p.SessionParams, SessionService.unsubscribe),
     "session/configure": Handler(p.ConfigureParams, SessionService.configure),

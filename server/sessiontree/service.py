@@ -19,6 +19,7 @@ import attrs
 
 from . import export, jsonfmt, protocol, stats, summaries
 from .agents import AgentName
+from .agents.importer import Importer
 from .agents.served import AgentSessions, follow_leaf
 from .agents.storage import TranslationStorage
 from .backend import Backend, SearchIndex
@@ -221,6 +222,23 @@ class SessionService:
         if others:  # stable: pi's own order among equal times is kept
             found = sorted(found + others, key=lambda summary: summary.modified, reverse=True)
         return protocol.ListResult(found)
+
+    def import_sessions(self, params: protocol.ImportParams) -> protocol.ImportResult:
+        """Other agents' sessions written out as pi sessions (again: only what is new)."""
+        importer = Importer(self.agents, self.backend, self._open_session_of)
+        report = importer.run(params.paths)
+        for done in report.imported:  # an open import took its new entries in: tell its listeners
+            opened = self._by_path.get(Path(done.path))
+            if opened is not None and done.added:
+                opened.context_cache.clear()
+        return protocol.ImportResult(report.imported, report.failed)
+
+    def _open_session_of(self, path: Path) -> Session | None:
+        opened = self._by_path.get(path)
+        if opened is None:
+            return None
+        opened.sync()
+        return opened.session
 
     # ------------------------------------------------------------------ writing
 

@@ -222,6 +222,28 @@ export interface ForkResult {
   path: string;
 }
 
+export interface ImportFailure {
+  source: string;
+  error: string;
+}
+
+export interface ImportParams {
+  paths: string[];
+}
+
+export interface ImportResult {
+  imported: ImportedSession[];
+  failed: ImportFailure[];
+}
+
+export interface ImportedSession {
+  source: string;
+  path: string;
+  sessionId: string;
+  entries: number;
+  added: number;
+}
+
 export interface InfoResult {
   sessionId: string;
   path: string;
@@ -517,6 +539,7 @@ export interface Methods {
   "session/entries": { params: EntriesParams; result: EntriesResult };
   "session/export": { params: ExportParams; result: ExportResult };
   "session/fork": { params: ForkParams; result: ForkResult };
+  "session/import": { params: ImportParams; result: ImportResult };
   "session/info": { params: SessionParams; result: InfoResult };
   "session/label": { params: LabelParams; result: AppendResult };
   "session/list": { params: ListParams; result: ListResult };
@@ -543,7 +566,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/import","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/search","session/setName","session/stats","session/subscribe","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange"] as const;
 

@@ -532,6 +532,16 @@ class Session:
                 outcomes.append(outcome)
         return outcomes, others + between
 
+    def append_built(self, lines: list[dict[str, Any]]) -> list[Appended]:
+        """Lines already built (ids and parents given: an import), written in one write under the
+        lock after taking in what other writers appended."""
+        if self.read_only is not None:
+            raise ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+        with self.storage.lock():
+            self.refresh()
+            written, _ = self._write(lines)
+        return written
+
     def check_leaf(self, expected_leaf: MaybeId, leaf: MaybeId = UNSET) -> None:
         """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork.
         (`leaf`: the leaf to compare with, when not the index's.)"""
