@@ -28,7 +28,8 @@ class LineTranslator:
     def discover(self, root: Path) -> list[Source]:
         found = []
         for path in sorted(root.rglob("*.jsonl")):
-            first = path.read_bytes().split(b"\n", 1)[0]
+            with path.open("rb") as file:
+                first = file.readline()
             try:
                 session_id = json.loads(first)["session"]
             except (ValueError, KeyError, TypeError):
