@@ -28,6 +28,7 @@ from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import jsonfmt
+from .agents import AgentName
 from .agents.importer import ImportedSession as ImportedSession
 from .agents.importer import ImportFailure as ImportFailure
 from .errors import InvalidParams
@@ -176,6 +177,7 @@ class SearchHit:
     highlights: list[list[int]]
     score: float
     on_leaf_path: bool
+    agent: AgentName = "pi"  # whose session: another agent's is searched in its translation
 
 
 @attrs.define

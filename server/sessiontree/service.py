@@ -23,7 +23,7 @@ from .agents.importer import Importer
 from .agents.served import AgentSessions, follow_leaf
 from .agents.storage import TranslationStorage
 from .backend import Backend, SearchIndex
-from .backend.files import FileBackend
+from .backend.files import FileBackend, FileSearch
 from .entries import iso_to_ms, now_iso, session_name, validate_entry
 from .errors import (
     FileReplaced,
@@ -497,6 +497,8 @@ class SessionService:
         """The backend's search index (made on first use): SQLite beside the sidecars, or in PostgreSQL."""
         if self._search is None:
             self._search = self.backend.search_index()
+            if isinstance(self._search, FileSearch) and self.agents.folders:
+                self._search.others = self.agents.searchable
         return self._search
 
     def refresh_search(
@@ -520,6 +522,7 @@ class SessionService:
             protocol.SearchHit(
                 hit.path, hit.session_id, hit.cwd, hit.entry_id, hit.parent_id, hit.type, hit.role, hit.timestamp,
                 hit.snippet, [list(span) for span in hit.highlights], hit.score, hit.on_leaf_path,
+                self.agents.agent_of(hit.path),
             )
             for hit in page.hits
         ]

@@ -182,3 +182,29 @@ def test_the_agents_folders_default_to_their_own_and_can_be_moved_or_turned_off(
     with pytest.raises(InvalidParams) as bad:
         parse_init_options({"agents": {"codex": 3}})
     assert bad.value.data["field"] == 'initializationOptions.agents["codex"]'
+
+
+def test_search_covers_other_agents_sessions(tmp_path: Path, folders: dict[str, Path], translators: dict[str, LineTranslator]) -> None:
+    root = tmp_path / "sessions"
+    root.mkdir()
+    service = SessionService(ServiceConfig(root, index_dir=tmp_path / "index", agents=dict(folders)))  # type: ignore[arg-type]
+    try:
+        path = _write(folders["claude-code"], "c1.jsonl", session_lines("c1", CWD, ("u1", None, "user", "find the walrus")))
+        _write(folders["codex"], "x1.jsonl", session_lines("x1", "/elsewhere", ("u1", None, "user", "no such animal")))
+        first = service.refresh_search()
+        assert (first.files_seen, first.entries_added) == (2, 2)
+        [hit] = service.search(p.SearchParams("walrus"), first).hits
+        assert (hit.path, hit.session_id, hit.entry_id, hit.agent, hit.cwd) == (str(path), "c1", "u1", "claude-code", CWD)
+        translated = translators["claude-code"].translated
+        again = service.refresh_search()
+        assert again.files_unchanged == 2 and translators["claude-code"].translated == translated  # not translated again
+        with path.open("a") as out:
+            out.write(turn_line("a1", "u1", "assistant", "the walrus is here", 5))
+        grown = service.refresh_search()
+        assert (grown.files_appended, grown.entries_added) == (1, 1)
+        hits = service.search(p.SearchParams("walrus"), grown).hits
+        assert sorted(h.entry_id for h in hits) == ["a1", "u1"]
+        path.unlink()
+        assert service.refresh_search().files_removed == 1
+    finally:
+        service.close_all()

@@ -360,6 +360,7 @@ export interface SearchHit {
   highlights: number[][];
   score: number;
   onLeafPath: boolean;
+  agent: "pi" | "claude-code" | "codex";
 }
 
 export interface SearchIndexed {

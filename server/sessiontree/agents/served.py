@@ -3,6 +3,7 @@ fields (cached by their files' size and time, so a listing stays fast), and open
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,6 +95,17 @@ class AgentSessions:
         self._summaries[source.path] = (now, summary)
         return summary
 
+    def searchable(self) -> dict[str, SearchableSession]:
+        """Every session of every folder, by path, for the search index."""
+        return {str(s.path): SearchableSession(folder, s) for folder in self.folders for s in folder.sources()}
+
+    def agent_of(self, path: str) -> AgentName:
+        """Whose session a listed path is (a hit's, a summary's): by the folder it lies in."""
+        for folder in self.folders:
+            if Path(path).is_relative_to(folder.root.path):
+                return folder.agent
+        return "pi"
+
     # ------------------------------------------------------------------ opening
 
     def resolve(self, path: str) -> tuple[AgentFolder, Path] | None:
@@ -144,3 +156,48 @@ def summarize(translation: Translation, source: Source, mtime_ms: float) -> Sess
     result = summary.result(source.path, mtime_ms)
     result.agent = source.agent
     return result
+
+
+@attrs.frozen
+class _Stat:
+    st_dev: int
+    st_ino: int
+    st_size: int
+    st_mtime_ns: int
+
+
+class SearchableSession:
+    """Another agent's session as the search index reads it: its state from its files' stat alone
+    (a digest of them in place of a time: unchanged files, unchanged translation), its bytes the
+    translation rendered as pi's lines."""
+
+    def __init__(self, folder: AgentFolder, source: Source) -> None:
+        self.folder = folder
+        self.source = source
+
+    def stat(self) -> _Stat | None:
+        now = stamp(self.source.files)
+        if now is None:
+            return None
+        digest = int.from_bytes(hashlib.blake2b(repr(now).encode(), digest_size=7).digest(), "big")
+        return _Stat(0, now[0][3], -1, digest)
+
+    def open(self) -> _Rendered:
+        info = self.stat()
+        storage = TranslationStorage(self.source, self.folder.translator, self.folder.read)
+        if info is None:
+            raise FileNotFoundError(self.source.path)
+        return _Rendered(storage, attrs.evolve(info, st_size=storage.size()))
+
+
+class _Rendered:
+    def __init__(self, storage: TranslationStorage, info: _Stat) -> None:
+        self.storage = storage
+        self.info = info
+        self.read = storage.read
+
+    def stat(self) -> _Stat:
+        return self.info
+
+    def close(self) -> None:
+        self.storage.close()

@@ -10,7 +10,7 @@ import builtins  # `list` in the class body below is FileBackend.list
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import FileReplaced, SessionTreeError, StorageError
@@ -19,6 +19,7 @@ from ..listing import list_sessions, session_files, subdirectories
 from ..paths import SessionsRoot
 from ..search import RefreshStats, index_path
 from ..search import SearchIndex as SqliteIndex
+from ..search.refresh import OtherSession
 from ..session_summary import SessionSummary
 from ..store import Durability, FileStorage, Session, confined, file_version, migrate_file
 from ..store.migrate import CURRENT_VERSION
@@ -170,6 +171,8 @@ class FileSearch:
         self.root = root
         self.search = index.search
         self.close = index.close
+        self.others: Callable[[], Mapping[str, OtherSession]] | None = None  # other agents' sessions beside the root's
 
     def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> RefreshStats:
-        return self.index.refresh(self.root, progress=progress, cancelled=cancelled)
+        others = self.others() if self.others is not None else None
+        return self.index.refresh(self.root, progress=progress, cancelled=cancelled, others=others)
