@@ -377,7 +377,9 @@ class SessionService:
         else:
             plan = whole_plan(session)
         cwd = params.cwd if params.cwd is not None else session.header.get("cwd", "")
-        directory = self.backend.directory_for(cwd) if params.cwd is not None else opened.path.parent
+        # Beside its source, as pi forks; another agent's session forks into pi's directory for its cwd.
+        elsewhere = params.cwd is not None or isinstance(opened, AgentOpenSession)
+        directory = self.backend.directory_for(cwd) if elsewhere else opened.path.parent
         session_id = new_session_id()
         timestamp = now_iso()
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}

@@ -208,3 +208,18 @@ def test_search_covers_other_agents_sessions(tmp_path: Path, folders: dict[str, 
         assert service.refresh_search().files_removed == 1
     finally:
         service.close_all()
+
+
+def test_a_fork_of_another_agents_session_is_a_pi_session_under_the_root(
+    service: SessionService, folders: dict[str, Path]
+) -> None:
+    path = _write(folders["claude-code"], "c1.jsonl", session_lines("c1", CWD, *TURNS))
+    before = sorted(folders["claude-code"].rglob("*"))
+    service.open(p.OpenParams(path=str(path)))
+    forked = service.fork(p.ForkParams("c1", entry_id="a1"))
+    assert Path(forked.path).parent == service.backend.directory_for(CWD)
+    assert sorted(folders["claude-code"].rglob("*")) == before
+    header = json.loads(Path(forked.path).read_text().splitlines()[0])
+    assert header["parentSession"] == str(path)
+    assert _texts(service, forked.session_id) == ["hello", "hi there"]
+    service.append(p.AppendParams(forked.session_id, entry={"type": "custom", "customType": "x"}))  # pi's: writable
