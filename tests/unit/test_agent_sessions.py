@@ -223,3 +223,14 @@ def test_a_fork_of_another_agents_session_is_a_pi_session_under_the_root(
     assert header["parentSession"] == str(path)
     assert _texts(service, forked.session_id) == ["hello", "hi there"]
     service.append(p.AppendParams(forked.session_id, entry={"type": "custom", "customType": "x"}))  # pi's: writable
+
+
+def test_the_reading_commands_read_another_agents_file_through_its_translation(
+    folders: dict[str, Path], translators: dict[str, LineTranslator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sessiontree.cli import main
+
+    path = _write(folders["claude-code"], "c1.jsonl", session_lines("c1", CWD, *TURNS))
+    assert main(["context", str(path), "--claude-code-dir", str(folders["claude-code"])]) == 0
+    shown = capsys.readouterr().out
+    assert "hello" in shown and "hi there" in shown and "go on" in shown
