@@ -234,3 +234,11 @@ def test_the_reading_commands_read_another_agents_file_through_its_translation(
     assert main(["context", str(path), "--claude-code-dir", str(folders["claude-code"])]) == 0
     shown = capsys.readouterr().out
     assert "hello" in shown and "hi there" in shown and "go on" in shown
+
+
+def test_a_relative_path_is_the_sessions_roots_not_an_agent_folders(service: SessionService, folders: dict[str, Path]) -> None:
+    from sessiontree.errors import FileNotFound
+
+    _write(folders["claude-code"], "c1.jsonl", session_lines("c1", CWD, *TURNS))
+    with pytest.raises(FileNotFound):
+        service.open(p.OpenParams(path="proj/c1.jsonl"))

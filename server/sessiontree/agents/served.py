@@ -109,7 +109,10 @@ class AgentSessions:
     # ------------------------------------------------------------------ opening
 
     def resolve(self, path: str) -> tuple[AgentFolder, Path] | None:
-        """The folder holding `path` (resolved as the sessions root resolves its paths), if any."""
+        """The folder holding `path` (resolved as the sessions root resolves its paths), if any. A
+        relative path is the sessions root's, never an agent folder's."""
+        if not Path(path).expanduser().is_absolute():
+            return None
         for folder in self.folders:
             try:
                 return folder, folder.root.resolve(path)
