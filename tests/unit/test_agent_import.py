@@ -137,3 +137,11 @@ def test_the_cli_imports_and_says_what_it_wrote(
                  "--claude-code-dir", str(folder)]) == 1
     assert "none of the agents' folders" in capsys.readouterr().err
 
+
+
+def test_an_import_of_nothing_is_invalid(service: SessionService) -> None:
+    from sessiontree.errors import InvalidParams
+
+    with pytest.raises(InvalidParams) as refused:
+        service.import_sessions(p.ImportParams([]))
+    assert refused.value.data["field"] == "paths"
