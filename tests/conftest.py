@@ -15,6 +15,8 @@ from support.postgres import Cluster, running_cluster
 def pytest_configure() -> None:
     # Daemons the tests start keep their index sidecars in a throwaway cache, not the user's.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="sessiontree-test-cache-")
+    # ... and read no agent folder of the user's (Claude Code's, Codex's): a test names its own.
+    os.environ["SESSIONTREE_CLAUDE_CODE_DIR"] = os.environ["SESSIONTREE_CODEX_DIR"] = "off"
 
 
 # ---------------------------------------------------------------------- PostgreSQL

@@ -15,11 +15,14 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import __version__, cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
 from .output import print_lines, show_lines, write_file, write_stdout
+
+if TYPE_CHECKING:
+    from .agents import AgentName
 
 T = TypeVar("T")
 
@@ -88,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
         help=f"refuse larger messages (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
 
+    _agent_flags(serve)
+
     listing = _command(
         commands,
         "list",
@@ -118,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     form = tree.add_mutually_exclusive_group()
     form.add_argument("--flat", action="store_true", help="the plain form: one line per entry, nothing cut (stable)")
     form.add_argument("--json", action="store_true", help="every entry as JSON, as the daemon answers session/tree")
+    _agent_flags(tree)
 
     context = _command(
         commands,
@@ -131,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("--format", choices=("agent", "llm"), default="agent",
                          help="agent: every message pi keeps; llm: only what is sent to the model")
     context.add_argument("--no-pager", action="store_true", help="do not page the output on a terminal")
+    _agent_flags(context)
 
     export = _command(
         commands,
@@ -144,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--scope", choices=("path", "tree"), default="path", help="the leaf's path, or every branch")
     export.add_argument("--leaf", metavar="ID", help="the leaf (default: the current leaf)")
     export.add_argument("-o", "--output", type=Path, metavar="OUT", help="the file to write (default: stdout)")
+    _agent_flags(export)
 
     stats = _command(
         commands,
@@ -157,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--cwd", metavar="DIR", help="every session of this project directory (., ~/src/x, ...)")
     _sessions_dir_option(stats)
     stats.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+    _agent_flags(stats)
 
     search = _command(
         commands,
@@ -174,6 +183,12 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20, metavar="N", help="hits to show (default 20)")
     _sessions_dir_option(search)
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+
+    imports = commands.add_parser("import", help="write Claude Code or Codex sessions out as pi sessions")
+    imports.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders of either agent")
+    imports.add_argument("--sessions-dir", type=Path, help="the pi sessions root to write to (default: pi's)")
+    imports.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
+    _agent_flags(imports)
     cli_store.add_commands(commands)
     for name, description in _STORE_DESCRIPTIONS.items():
         commands.choices[name].description = description
@@ -292,6 +307,32 @@ def migrate_files(files: list[Path]) -> int:
     return status
 
 
+def _agent_flags(command: argparse.ArgumentParser) -> None:
+    """Where other agents' sessions are read (protocol.md, "Other agents' sessions")."""
+    command.add_argument(
+        "--claude-code-dir", metavar="DIR", help="Claude Code's sessions (default: $CLAUDE_CONFIG_DIR/projects or"
+        " ~/.claude/projects); off: none"
+    )
+    command.add_argument(
+        "--codex-dir", metavar="DIR", help="Codex's sessions (default: $CODEX_HOME/sessions or ~/.codex/sessions); off: none"
+    )
+
+
+def agent_dir_flags(args: argparse.Namespace) -> tuple[tuple[AgentName, str], ...]:
+    given: list[tuple[AgentName, str]] = []
+    if getattr(args, "claude_code_dir", None):
+        given.append(("claude-code", args.claude_code_dir))
+    if getattr(args, "codex_dir", None):
+        given.append(("codex", args.codex_dir))
+    return tuple(given)
+
+
+def agent_dirs(args: argparse.Namespace) -> dict[AgentName, Path]:
+    from .config import InitOptions, resolve_agent_dirs
+
+    return resolve_agent_dirs(agent_dir_flags(args), os.environ, InitOptions())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .errors import SessionTreeError
 
@@ -327,6 +368,7 @@ def _run(args: argparse.Namespace) -> int:
             debug=args.debug,
             record=args.record,
             store=args.store,
+            agent_dirs=agent_dir_flags(args),
         )
         return serve(config)
     if args.command in ("push", "pull", "store"):
@@ -339,6 +381,8 @@ def _run(args: argparse.Namespace) -> int:
         return retire(args)
     if args.command == "search" or (args.command == "stats" and args.cwd is not None):
         return across_sessions(args)
+    if args.command == "import":
+        return import_sessions(args)
     return show(args)
 
 
@@ -385,6 +429,35 @@ def _check_output(out: Path) -> None:
         raise UserError(f"cannot write {out}: the directory {out.parent} does not exist", 2)
 
 
+def import_sessions(args: argparse.Namespace) -> int:
+    """`import`: other agents' sessions written under the sessions root, as the daemon's session/import."""
+    from . import jsonfmt
+    from .config import InitOptions, resolve_sessions_dir
+    from .errors import SessionTreeError
+    from .protocol import ImportParams, to_wire
+    from .service import ServiceConfig, SessionService
+
+    root = resolve_sessions_dir(args.sessions_dir, os.environ, InitOptions())
+    service = SessionService(ServiceConfig(sessions_dir=root, agents=agent_dirs(args)))
+    try:
+        paths = [str(Path(path).expanduser().absolute()) for path in args.paths]
+        result = service.import_sessions(ImportParams(paths))
+    except SessionTreeError as exc:
+        print(f"sessiontree: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        service.close_all()
+    if args.json:
+        write_stdout(jsonfmt.dumps_wire(to_wire(result)) + b"\n")
+    else:
+        for done in result.imported:
+            news = f"{done.added} new" if done.added != done.entries else "all new"
+            print(f"{done.source} -> {done.path} ({done.entries} entries, {news if done.added else 'up to date'})")
+        for failed in result.failed:
+            print(f"sessiontree: {failed.source}: {failed.error}", file=sys.stderr)
+    return 1 if result.failed else 0
+
+
 def show(args: argparse.Namespace) -> int:
     """`tree`, `context`, `export` and `stats FILE`: read the file in this process, through the
     domain, as a daemon rooted at its directory would serve it; no daemon is started and the
@@ -404,7 +477,10 @@ def show(args: argparse.Namespace) -> int:
     # The daemon's defaults: index sidecars where `serve` keeps them, so a large file opens as fast.
     # Viewing never writes: the file is opened for reading only (not migrated, hard links allowed).
     config = ServiceConfig(
-        sessions_dir=path.parent, index_dir=resolve_index_dir(os.environ, InitOptions()), view_only=True
+        sessions_dir=path.parent,
+        index_dir=resolve_index_dir(os.environ, InitOptions()),
+        view_only=True,
+        agents=agent_dirs(args),
     )
     service = SessionService(config)
     try:
@@ -698,7 +774,8 @@ def across_sessions(args: argparse.Namespace) -> int:
 
     root = sessions_root(args.sessions_dir)
     cwd = None if args.cwd is None else project(args.cwd, root)
-    service = SessionService(ServiceConfig(sessions_dir=root, index_dir=resolve_index_dir(os.environ, InitOptions())))
+    index_dir = resolve_index_dir(os.environ, InitOptions())
+    service = SessionService(ServiceConfig(sessions_dir=root, index_dir=index_dir, agents=agent_dirs(args)))
     try:
         if args.command == "stats":
             print_lines(_stats_lines(service.stats(StatsParams(cwd=cwd)), args.json))

@@ -251,6 +251,9 @@ class SessionTreeClient:
     async def list(self, params: protocol.ListParams) -> protocol.ListResult:
         return await self._call("session/list", params, protocol.ListResult)
 
+    async def import_sessions(self, params: protocol.ImportParams) -> protocol.ImportResult:
+        return await self._call("session/import", params, protocol.ImportResult)
+
     async def append(self, params: protocol.AppendParams) -> protocol.AppendResult:
         return await self._call("session/append", params, protocol.AppendResult)
 
@@ -370,6 +373,9 @@ class SyncSessionTreeClient:
 
     def list(self, params: protocol.ListParams) -> protocol.ListResult:
         return self._run(self.client.list(params))
+
+    def import_sessions(self, params: protocol.ImportParams) -> protocol.ImportResult:
+        return self._run(self.client.import_sessions(params))
 
     def append(self, params: protocol.AppendParams) -> protocol.AppendResult:
         return self._run(self.client.append(params))

@@ -28,6 +28,9 @@ from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import jsonfmt
+from .agents import AgentName
+from .agents.importer import ImportedSession as ImportedSession
+from .agents.importer import ImportFailure as ImportFailure
 from .errors import InvalidParams
 
 # The domain's own types, carried on the wire as they are (re-exported: clients build them too).
@@ -176,6 +179,7 @@ class SearchHit:
     highlights: list[list[int]]
     score: float
     on_leaf_path: bool
+    agent: AgentName = "pi"  # whose session: another agent's is searched in its translation
 
 
 @attrs.define
@@ -324,6 +328,11 @@ class SetNameParams:
     expected_leaf_id: MaybeId = UNSET
 
 
+@attrs.define
+class ImportParams:
+    paths: list[str]
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -359,6 +368,12 @@ class InfoResult:
 @attrs.define
 class ListResult:
     sessions: list[SessionSummary]
+
+
+@attrs.define
+class ImportResult:
+    imported: list[ImportedSession]
+    failed: list[ImportFailure]
 
 
 @attrs.define
@@ -599,6 +614,7 @@ METHODS: Final[dict[str, MethodTypes]] = {
     "session/editContext": MethodTypes(
         EditContextParams, AppendResult, "Replace or hide an earlier message in the context of this branch."
     ),
+    "session/import": MethodTypes(ImportParams, ImportResult, "Write other agents' sessions out as pi sessions."),
     "session/subscribe": MethodTypes(SessionParams, SubscribeResult, "Watch the file for other writers."),
     "session/unsubscribe": MethodTypes(SessionParams, None, "Stop watching the file."),
     "session/trash": MethodTypes(RetireParams, RetireResult, "Move a session file to the trash (restorable)."),

@@ -31,6 +31,7 @@ from .client_summary import Summarizer
 from .config import (
     ServerConfig,
     parse_init_options,
+    resolve_agent_dirs,
     resolve_durability,
     resolve_index_dir,
     resolve_sessions_dir,
@@ -97,7 +98,8 @@ class Daemon(LspServer):
         root = resolve_sessions_dir(self.config.sessions_dir, os.environ, options)
         durability = resolve_durability(self.config.durability, options)
         store = resolve_store(self.config.store, os.environ, options)
-        config = ServiceConfig(root, durability, resolve_index_dir(os.environ, options), store=store)
+        agents = resolve_agent_dirs(self.config.agent_dirs, os.environ, options)
+        config = ServiceConfig(root, durability, resolve_index_dir(os.environ, options), store=store, agents=agents)
         service = SessionService(config, self._did_change)
         service.backend.start()  # a store that cannot be reached fails `initialize`, with why
         self._service = service
@@ -338,6 +340,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "session/label": Handler(p.LabelParams, SessionService.label),
     "session/setName": Handler(p.SetNameParams, SessionService.set_name),
     "session/editContext": Handler(p.EditContextParams, SessionService.edit_context),
+    "session/import": Handler(p.ImportParams, SessionService.import_sessions),
     "session/subscribe": Handler(p.SessionParams, SessionService.subscribe),
     "session/unsubscribe": Handler(p.SessionParams, SessionService.unsubscribe),
     "session/configure": Handler(p.ConfigureParams, SessionService.configure),

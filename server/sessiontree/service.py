@@ -19,8 +19,12 @@ from typing import Any
 import attrs
 
 from . import export, jsonfmt, protocol, stats, summaries
+from .agents import AgentName
+from .agents.importer import Importer
+from .agents.served import AgentSessions, follow_leaf
+from .agents.storage import TranslationStorage
 from .backend import Backend, SearchIndex
-from .backend.files import FileBackend
+from .backend.files import FileBackend, FileSearch
 from .entries import iso_to_ms, now_iso, session_name, validate_entry
 from .errors import (
     FileReplaced,
@@ -64,6 +68,26 @@ class ServiceConfig:
     store: str | None = None  # a PostgreSQL connection string; None: the files under sessions_dir
     view_only: bool = False  # open files for reading only (the CLI's views): nothing is ever written
     trash_dir: Path | None = None  # where session/trash moves files; None: the home trash ($XDG_DATA_HOME/Trash)
+    agents: dict[AgentName, Path] = attrs.field(factory=dict)  # other agents' folders, read beside the root
+
+
+class AgentOpenSession(OpenSession):
+    """Another agent's session, open read-only over its translation; its leaf the agent's."""
+
+    @property
+    def storage(self) -> TranslationStorage:
+        storage = self.session.storage
+        assert isinstance(storage, TranslationStorage)
+        return storage
+
+    def sync(self, limit: int | None = None) -> None:
+        """What the agent wrote since; the leaf then moves where the agent's leaf now is."""
+        session = self.session
+        leaf = session.index.leaf_id
+        added = session.refresh(limit)
+        if added:
+            follow_leaf(session, self.storage)
+        self.took_in(added, leaf)
 
 
 class SessionService:
@@ -76,6 +100,7 @@ class SessionService:
         self._sessions: dict[str, OpenSession] = {}
         self._by_path: dict[Path, OpenSession] = {}
         self._search: SearchIndex | None = None
+        self.agents = AgentSessions(config.agents)
 
     # ------------------------------------------------------------------ lifecycle of sessions
 
@@ -94,7 +119,7 @@ class SessionService:
         return protocol.CreateResult(opened.id, str(path), opened.session.header)
 
     def open(self, params: protocol.OpenParams) -> protocol.OpenResult:
-        path = self.backend.resolve(params.path)
+        path = self._resolve(params.path)
         opened = self._by_path.get(path)
         warnings: list[FileWarning] = []
         if opened is not None:
@@ -116,7 +141,15 @@ class SessionService:
             warnings=warnings + session.warnings,
         )
 
+    def _resolve(self, path: str) -> Path:
+        """Another agent's session in its folder, or a pi session's path below the root."""
+        found = self.agents.resolve(path)
+        return found[1] if found is not None else self.backend.resolve(path)
+
     def _register(self, path: Path, warnings: list[FileWarning]) -> OpenSession:
+        found = self.agents.resolve(str(path))
+        if found is not None:
+            return self._add(AgentOpenSession(self.agents.load(*found), path, self.listener))
         return self._add(OpenSession(self.backend.load(path, warnings), path, self.listener))
 
     def _add(self, opened: OpenSession) -> OpenSession:
@@ -153,7 +186,10 @@ class SessionService:
         self.backend.close()
 
     def _close(self, opened: OpenSession) -> None:
-        self.backend.release(opened.session, opened.path)
+        if isinstance(opened, AgentOpenSession):
+            opened.session.close()  # no index sidecar: the translation is made afresh on open
+        else:
+            self.backend.release(opened.session, opened.path)
 
     def info(self, params: protocol.SessionParams) -> protocol.InfoResult:
         opened = self._synced(params.session_id)
@@ -191,9 +227,29 @@ class SessionService:
             listed = self._file_backend("session/list with archived").archived(params.cwd, progress)
         else:
             listed = self.backend.list(params.cwd, progress)
+            others = self.agents.list(params.cwd)
+            if others:  # stable: pi's own order among equal times is kept
+                listed = sorted(listed + others, key=lambda summary: summary.modified, reverse=True)
         if params.parent_session is not None:
             listed = _children_of(listed, params.parent_session, self.root)
         return protocol.ListResult(listed)
+
+    def import_sessions(self, params: protocol.ImportParams) -> protocol.ImportResult:
+        """Other agents' sessions written out as pi sessions (again: only what is new)."""
+        importer = Importer(self.agents, self.backend, self._open_session_of)
+        report = importer.run(params.paths)
+        for done in report.imported:  # an open import took its new entries in: tell its listeners
+            opened = self._by_path.get(Path(done.path))
+            if opened is not None and done.added:
+                opened.context_cache.clear()
+        return protocol.ImportResult(report.imported, report.failed)
+
+    def _open_session_of(self, path: Path) -> Session | None:
+        opened = self._by_path.get(path)
+        if opened is None:
+            return None
+        opened.sync()
+        return opened.session
 
     # ------------------------------------------------------------------ writing
 
@@ -340,7 +396,9 @@ class SessionService:
         else:
             plan = whole_plan(session)
         cwd = params.cwd if params.cwd is not None else session.header.get("cwd", "")
-        directory = self.backend.directory_for(cwd) if params.cwd is not None else opened.path.parent
+        # Beside its source, as pi forks; another agent's session forks into pi's directory for its cwd.
+        elsewhere = params.cwd is not None or isinstance(opened, AgentOpenSession)
+        directory = self.backend.directory_for(cwd) if elsewhere else opened.path.parent
         session_id = new_session_id()
         timestamp = now_iso()
         header = {"type": "session", "version": protocol.FORMAT_VERSION, "id": session_id, "timestamp": timestamp}
@@ -460,6 +518,8 @@ class SessionService:
         """The backend's search index (made on first use): SQLite beside the sidecars, or in PostgreSQL."""
         if self._search is None:
             self._search = self.backend.search_index()
+            if isinstance(self._search, FileSearch) and self.agents.folders:
+                self._search.others = self.agents.searchable
         return self._search
 
     def refresh_search(
@@ -483,6 +543,7 @@ class SessionService:
             protocol.SearchHit(
                 hit.path, hit.session_id, hit.cwd, hit.entry_id, hit.parent_id, hit.type, hit.role, hit.timestamp,
                 hit.snippet, [list(span) for span in hit.highlights], hit.score, hit.on_leaf_path,
+                self.agents.agent_of(hit.path),
             )
             for hit in page.hits
         ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from .agents import AgentName
+
 
 @attrs.define
 class SessionSummary:
@@ -17,3 +19,4 @@ class SessionSummary:
     name: str | None = None
     parent_session: str | None = None
     children: int | None = None  # listed sessions naming this one as their parentSession (listing.count_children)
+    agent: AgentName = "pi"  # whose session: "pi", or another agent's read through its translator

@@ -230,6 +230,28 @@ export interface ForkResult {
   path: string;
 }
 
+export interface ImportFailure {
+  source: string;
+  error: string;
+}
+
+export interface ImportParams {
+  paths: string[];
+}
+
+export interface ImportResult {
+  imported: ImportedSession[];
+  failed: ImportFailure[];
+}
+
+export interface ImportedSession {
+  source: string;
+  path: string;
+  sessionId: string;
+  entries: number;
+  added: number;
+}
+
 export interface InfoResult {
   sessionId: string;
   path: string;
@@ -365,6 +387,7 @@ export interface SearchHit {
   highlights: number[][];
   score: number;
   onLeafPath: boolean;
+  agent: "pi" | "claude-code" | "codex";
 }
 
 export interface SearchIndexed {
@@ -413,6 +436,7 @@ export interface SessionSummary {
   name?: string;
   parentSession?: string;
   children?: number;
+  agent: "pi" | "claude-code" | "codex";
 }
 
 export interface SetNameParams {
@@ -545,6 +569,7 @@ export interface Methods {
   "session/entries": { params: EntriesParams; result: EntriesResult };
   "session/export": { params: ExportParams; result: ExportResult };
   "session/fork": { params: ForkParams; result: ForkResult };
+  "session/import": { params: ImportParams; result: ImportResult };
   "session/info": { params: SessionParams; result: InfoResult };
   "session/label": { params: LabelParams; result: AppendResult };
   "session/list": { params: ListParams; result: ListResult };
@@ -574,7 +599,7 @@ export interface ClientRequests {
   "sessiontree/summarize": { params: SummarizeParams; result: SummarizeResult };
 }
 
-export const METHOD_NAMES = ["session/append","session/archive","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/restore","session/search","session/setName","session/stats","session/subscribe","session/trash","session/tree","session/treeView","session/unsubscribe"] as const;
+export const METHOD_NAMES = ["session/append","session/archive","session/branch","session/close","session/commitBranchSummary","session/commitCompaction","session/compact","session/configure","session/context","session/create","session/editContext","session/entries","session/export","session/fork","session/import","session/info","session/label","session/list","session/navigate","session/open","session/prepareBranchSummary","session/prepareCompaction","session/restore","session/search","session/setName","session/stats","session/subscribe","session/trash","session/tree","session/treeView","session/unsubscribe"] as const;
 
 export const NOTIFICATION_NAMES = ["session/didChange","session/didClose"] as const;
 

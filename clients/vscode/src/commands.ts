@@ -1,5 +1,5 @@
 import { basename } from "node:path";
-import { ErrorCodes, type SearchHit, type SearchResult } from "sessiontree-client";
+import { ErrorCodes, type SearchHit, type SearchResult, type SessionSummary } from "sessiontree-client";
 import type { OpenSession, SessionView } from "./session";
 import { describe, type EntryItem, type ViewItem } from "./model";
 
@@ -32,11 +32,7 @@ export async function openSession(ui: Ui, view: SessionView, path?: string): Pro
   if (path === undefined) {
     const { sessions } = await listSessions(ui, view);
     const items = [
-      ...sessions.map((session) => ({
-        label: session.name ?? session.firstMessage,
-        description: `${session.cwd} · ${session.messageCount} messages · ${session.modified}`,
-        path: session.path,
-      })),
+      ...sessions.map(sessionItem),
       { label: BROWSE, description: "a session file", path: "" },
     ];
     const chosen = await ui.pick(items, "Open a session");
@@ -46,6 +42,19 @@ export async function openSession(ui: Ui, view: SessionView, path?: string): Pro
   }
   const opened = await view.open(path);
   return opened.sessionId;
+}
+
+/** Other agents' names as the picker shows them (their sessions are served read-only). */
+const AGENT_NAMES: Record<string, string> = { "claude-code": "Claude Code", codex: "Codex" };
+
+/** A session as the picker lists it: another agent's marked with its name. */
+export function sessionItem(session: SessionSummary): { label: string; description: string; path: string } {
+  const agent = session.agent === "pi" ? "" : `$(hubot) ${AGENT_NAMES[session.agent] ?? session.agent} (read-only) · `;
+  return {
+    label: session.name ?? session.firstMessage,
+    description: `${agent}${session.cwd} · ${session.messageCount} messages · ${session.modified}`,
+    path: session.path,
+  };
 }
 
 /** The daemon's list of every session, its `$/progress` shown while it reads the files. */
@@ -77,6 +86,10 @@ export async function switchBranch(ui: Ui, view: SessionView, target?: Target): 
 /** Set (or, with an empty answer, clear) an entry's label. */
 export async function label(ui: Ui, view: SessionView, target?: Target): Promise<string | undefined> {
   const { sessionId } = view.require();
+  if (view.current?.readOnly) {
+    ui.warn(readOnlyMessage(view));
+    return undefined;
+  }
   const targetId = await resolveTarget(ui, view, target, "Label which entry?");
   if (targetId === undefined) return undefined;
   const current = (typeof target === "object" ? target.row.label : undefined) ?? view.tree?.entry(targetId)?.row.label;
@@ -85,6 +98,11 @@ export async function label(ui: Ui, view: SessionView, target?: Target): Promise
   await view.client.label({ sessionId, targetId, ...(text.trim() ? { label: text.trim() } : {}) });
   await view.refresh();
   return text.trim();
+}
+
+/** Why a write is not offered: the session is another agent's (or a file pi does not open). */
+export function readOnlyMessage(view: SessionView): string {
+  return `${view.current?.path ?? "This session"} is read-only: ${view.current?.readOnly ?? ""}`;
 }
 
 /** Copy the path to an entry into a new session file, and show the new session. */

@@ -60,6 +60,8 @@ class Extension implements vscode.Disposable {
       view.onDidChange((model) => {
         this.status.show(view);
         this.documents.changed();
+        // Write actions are not offered on a session the daemon only shows (another agent's).
+        void vscode.commands.executeCommand("setContext", "sessiontree.readOnly", view.current?.readOnly !== undefined);
         tree.message = view.current !== undefined && model?.total === 0 ? "The session has no entries yet." : undefined;
         tree.description = view.current === undefined ? undefined : (view.current.name ?? basename(view.current.path, ".jsonl"));
         // Where the leaf went (a session opened, a branch switched, another writer went on), the

@@ -6,6 +6,8 @@ export interface OpenSession {
   sessionId: string;
   path: string;
   name?: string;
+  /** Why the daemon refuses writes to it (another agent's session, or a file pi does not open). */
+  readOnly?: string;
 }
 
 /**
@@ -63,7 +65,13 @@ export class SessionView implements Disposable {
     if (previous !== undefined && previous.sessionId !== opened.sessionId) {
       await this.client.close({ sessionId: previous.sessionId });
     }
-    this.current = { sessionId: opened.sessionId, path: opened.path, ...(opened.name ? { name: opened.name } : {}) };
+    const readOnly = opened.warnings.find((warning) => warning.kind === "read-only")?.message;
+    this.current = {
+      sessionId: opened.sessionId,
+      path: opened.path,
+      ...(opened.name ? { name: opened.name } : {}),
+      ...(readOnly ? { readOnly } : {}),
+    };
     await this.client.subscribe({ sessionId: opened.sessionId });
     await this.refresh();
     return this.current;

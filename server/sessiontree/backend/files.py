@@ -11,7 +11,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import FileReplaced, SessionTreeError, StorageError
@@ -21,6 +21,7 @@ from ..paths import SessionsRoot
 from ..retire import ARCHIVE
 from ..search import RefreshStats, index_path
 from ..search import SearchIndex as SqliteIndex
+from ..search.refresh import OtherSession
 from ..session_summary import SessionSummary
 from ..store import Durability, FileStorage, MemoryStorage, Session, confined, file_version, migrate_file
 from ..store.migrate import CURRENT_VERSION, migrate_bytes
@@ -245,6 +246,8 @@ class FileSearch:
         self.root = root
         self.search = index.search
         self.close = index.close
+        self.others: Callable[[], Mapping[str, OtherSession]] | None = None  # other agents' sessions beside the root's
 
     def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> RefreshStats:
-        return self.index.refresh(self.root, progress=progress, cancelled=cancelled)
+        others = self.others() if self.others is not None else None
+        return self.index.refresh(self.root, progress=progress, cancelled=cancelled, others=others)

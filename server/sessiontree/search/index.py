@@ -8,7 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -18,7 +18,7 @@ from . import query as q
 from .database import Database, is_corrupt
 from .leafpath import PATH_FROM_LAST
 from .model import RefreshStats, SearchHit, SearchPage, Syntax
-from .refresh import Cancelled, Progress, Refresher
+from .refresh import Cancelled, OtherSession, Progress, Refresher
 
 log = logging.getLogger("sessiontree.search")
 
@@ -65,8 +65,10 @@ class SearchIndex:
         files: Iterable[Path] | None = None,
         progress: Progress | None = None,
         cancelled: Cancelled | None = None,
+        others: Mapping[str, OtherSession] | None = None,
     ) -> RefreshStats:
-        """Bring the index up to date with the session files under `root` (resolved), or only
+        """Bring the index up to date with the session files under `root` (resolved) and `others`
+        (other agents' sessions, by path), or only
         with `files` (paths below it; those gone are dropped). `progress(done, total)` after
         each file; `cancelled()` is asked between files and batches: a cancelled refresh keeps
         what it indexed (stats.cancelled); so does one under way when the index is closed."""
@@ -81,7 +83,7 @@ class SearchIndex:
                     return RefreshStats(cancelled=True)
                 try:
                     rebuilt = self._take_root(root) or rebuilt
-                    stats = Refresher(self._db.writer, root, stopping).run(files, progress)
+                    stats = Refresher(self._db.writer, root, stopping, others).run(files, progress)
                 except sqlite3.DatabaseError as exc:
                     if self._closing.is_set():  # `close` interrupted a statement: what was committed stays
                         return RefreshStats(cancelled=True, rebuilt=rebuilt)

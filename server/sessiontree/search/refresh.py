@@ -23,10 +23,10 @@ import math
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -55,6 +55,38 @@ Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
 
 
+class Stat(Protocol):
+    """What the index keeps of a file's state: a real `os.stat_result`, or a translation's."""
+
+    @property
+    def st_dev(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_mtime_ns(self) -> int: ...
+
+
+class Readable(Protocol):
+    """What a refresh reads a session from: a file, or another agent's session rendered as pi's."""
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+    def stat(self) -> Stat: ...
+
+    def close(self) -> None: ...
+
+
+class OtherSession(Protocol):
+    """A session that is no file under the root (another agent's): its state, known without
+    reading it, and the session rendered as pi's lines when it must be read."""
+
+    def stat(self) -> Stat | None: ...
+
+    def open(self) -> Readable: ...
+
+
 @dataclass(slots=True)
 class FileState:
     """A row of `files`: what the index holds of one file."""
@@ -72,7 +104,7 @@ class FileState:
     tail: bytes
     last_entry: str | None
 
-    def same_stat(self, info: os.stat_result) -> bool:
+    def same_stat(self, info: Stat) -> bool:
         return (self.device, self.inode, self.size, self.mtime_ns) == (
             info.st_dev,
             info.st_ino,
@@ -102,7 +134,7 @@ def window_hashes(read: Callable[[int, int], bytes], indexed: int) -> tuple[byte
     return head, tail
 
 
-def only_grew(state: FileState, info: os.stat_result, read: Callable[[int, int], bytes]) -> bool:
+def only_grew(state: FileState, info: Stat, read: Callable[[int, int], bytes]) -> bool:
     """Whether the file is the one indexed, with bytes only appended since: then reading from
     `state.indexed` is enough. Session files only ever grow, so the same size with another mtime
     means a rewrite in place."""
@@ -114,9 +146,12 @@ def only_grew(state: FileState, info: os.stat_result, read: Callable[[int, int],
 class Refresher:
     """One refresh over one connection; not reused."""
 
-    def __init__(self, db: sqlite3.Connection, root: Path, cancelled: Cancelled | None) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, root: Path, cancelled: Cancelled | None, others: Mapping[str, OtherSession] | None = None
+    ) -> None:
         self.db = db
         self.root = root
+        self.others = others or {}  # other agents' sessions, by path, indexed beside the root's files
         self.cancelled = cancelled or (lambda: False)
         self.stats = RefreshStats()
         self._next_rowid = 0
@@ -140,6 +175,7 @@ class Refresher:
         if files is None:
             folders = with_nested(self.root, [self.root / name for name in subdirectories(self.root)])
             paths = session_files(self.root, folders)  # sub-agents' sessions in nested folders too
+            paths += [Path(path) for path in self.others]
             self._drop_gone(known, {str(path) for path in paths})
         else:
             paths = list(dict.fromkeys(files))
@@ -164,6 +200,10 @@ class Refresher:
     def _refresh_file(self, path: Path, known: FileState | None) -> None:
         if not _is_text(str(path)):  # a name that is not UTF-8 cannot be stored, nor named in JSON
             return
+        other = self.others.get(str(path))
+        if other is not None:
+            self._refresh_other(path, other, known)
+            return
         if known is not None and _unchanged_by_name(path, known):
             self.stats.files_unchanged += 1
             return
@@ -182,7 +222,27 @@ class Refresher:
         finally:
             storage.close()
 
-    def _refresh_open(self, path: Path, storage: FileStorage) -> None:
+    def _refresh_other(self, path: Path, other: OtherSession, known: FileState | None) -> None:
+        """Another agent's session: translated only when its files changed since the last refresh."""
+        info = other.stat()
+        if info is None:
+            self._drop_path(str(path))
+            return
+        if known is not None and (known.device, known.inode, known.mtime_ns) == (info.st_dev, info.st_ino, info.st_mtime_ns):
+            self.stats.files_unchanged += 1
+            return
+        try:
+            rendered = other.open()
+        except (SessionTreeError, OSError, ValueError) as exc:
+            _raise_if_exhausted(path, exc)
+            self._drop_path(str(path))
+            return
+        try:
+            self._refresh_open(path, rendered)
+        finally:
+            rendered.close()
+
+    def _refresh_open(self, path: Path, storage: Readable) -> None:
         info = storage.stat()
         self._begin()
         state = _load_state(self.db, str(path))  # again, inside the transaction: another daemon may have indexed it
@@ -202,7 +262,7 @@ class Refresher:
 
     # ------------------------------------------------------------------ reading lines
 
-    def _index_lines(self, state: FileState, info: os.stat_result, storage: FileStorage) -> None:
+    def _index_lines(self, state: FileState, info: Stat, storage: Readable) -> None:
         """Index the whole lines in `[state.indexed, size)`, writing rows in bounded batches."""
         start = state.indexed
         reader = LineReader(storage, start, info.st_size, chunk=_READ_CHUNK)
@@ -249,8 +309,8 @@ class Refresher:
         state: FileState,
         batch: list[tuple[Any, ...]],
         leaf_before: str | None,
-        info: os.stat_result,
-        storage: FileStorage,
+        info: Stat,
+        storage: Readable,
         finished: bool,
     ) -> None:
         """Write a batch of rows and, in the same transaction, the marks of the leaf's path and
@@ -280,7 +340,7 @@ class Refresher:
             self._commit()
             self._begin()
 
-    def _save_state(self, state: FileState, info: os.stat_result, storage: FileStorage, finished: bool = True) -> None:
+    def _save_state(self, state: FileState, info: Stat, storage: Readable, finished: bool = True) -> None:
         """Record what was read. A file left before its end (a batch, a cancel) is recorded as
         only as long as what was indexed, so the next refresh goes on from there."""
         size = info.st_size if finished else state.indexed
@@ -305,7 +365,7 @@ class Refresher:
             ),
         )
 
-    def _restart(self, path: str, state: FileState | None, info: os.stat_result) -> FileState:
+    def _restart(self, path: str, state: FileState | None, info: Stat) -> FileState:
         """A file to read from the start: its old rows go, its state starts empty."""
         if state is None:
             cursor = self.db.execute(

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Iterator
-
-from .storage import Storage
+from typing import Protocol
 
 CHUNK = 8 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 
 
+class Readable(Protocol):
+    """All a line reader needs: a `Storage`, or another agent's session rendered as pi's lines."""
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+
 class _Span:
     """A byte range of a file read in chunks; after iteration, what follows its last line end."""
 
-    def __init__(self, storage: Storage, start: int, end: int, chunk: int = CHUNK) -> None:
+    def __init__(self, storage: Readable, start: int, end: int, chunk: int = CHUNK) -> None:
         self.storage = storage
         self.start = start
         self.end = end

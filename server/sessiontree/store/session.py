@@ -61,6 +61,7 @@ READ_ONLY_REASONS = (
     "permission",  # the daemon may not write the file (its mode, its owner; EACCES/EPERM)
     "read-only-filesystem",  # the file lies on a read-only mount (EROFS)
     "view",  # opened to be viewed (the CLI's read commands): never written to
+    "another-agent",  # another agent's session, read through its translator: never written to
 )
 
 
@@ -146,6 +147,7 @@ class Session:
         self._unfinished_at = -1  # the file's size when its last line was last found unfinished
         self.read_only: str | None = None  # why appends are refused (shown, never written to)
         self.read_only_reason: str | None = None  # the same as a code: READ_ONLY_REASONS
+        self.read_only_data: dict[str, str] = {}  # more for the refusal's `data` (another agent's name)
 
     # ------------------------------------------------------------------ loading
 
@@ -505,7 +507,8 @@ class Session:
         write fails every request that was to be written), and other writers' entries taken in."""
         if self.read_only is not None:
             refused = ReadOnlySession(
-                f"the session is read-only: {self.read_only}", path=self.storage.name, reason=self.read_only_reason
+                f"the session is read-only: {self.read_only}", path=self.storage.name, reason=self.read_only_reason,
+                **self.read_only_data,
             )
             return [refused for _ in requests], []
         with self.storage.lock():
@@ -553,6 +556,16 @@ class Session:
             else:
                 outcomes.append(outcome)
         return outcomes, others + between
+
+    def append_built(self, lines: list[dict[str, Any]]) -> list[Appended]:
+        """Lines already built (ids and parents given: an import), written in one write under the
+        lock after taking in what other writers appended."""
+        if self.read_only is not None:
+            raise ReadOnlySession(f"the session is read-only: {self.read_only}", path=self.storage.name)
+        with self.storage.lock():
+            self.refresh()
+            written, _ = self._write(lines)
+        return written
 
     def check_leaf(self, expected_leaf: MaybeId, leaf: MaybeId = UNSET) -> None:
         """`expectedLeafId`: a stale view of the session becomes an error, not a silent fork.

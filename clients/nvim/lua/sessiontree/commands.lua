@@ -252,7 +252,8 @@ function M.pick()
     vim.ui.select(result.sessions, {
       prompt = 'Open session',
       format_item = function(s)
-        return (s.name or s.firstMessage or s.path) .. '  ' .. (s.cwd or '') .. '  ' .. (s.modified or '')
+        local agent = (s.agent and s.agent ~= 'pi') and ('[' .. s.agent .. ', read-only]  ') or ''
+        return agent .. (s.name or s.firstMessage or s.path) .. '  ' .. (s.cwd or '') .. '  ' .. (s.modified or '')
       end,
     }, function(choice)
       if choice then
