@@ -540,12 +540,14 @@ def project(given: str, root: Path) -> str:
 
 def _export(service: Any, session_id: str, args: argparse.Namespace) -> int:
     """The document's UTF-8 bytes, the same to stdout as to `-o` (a lone surrogate, which UTF-8
-    cannot hold, written as U+FFFD as pi's Node writes it); a file is written whole or not at all."""
+    cannot hold, written as U+FFFD as pi's Node writes it), written as it is made, entry by entry;
+    a file is written whole or not at all."""
     from .protocol import UNSET, ExportParams
     from .shown import utf8
 
     leaf = UNSET if args.leaf is None else args.leaf
-    data = utf8(service.export(ExportParams(session_id, args.format, leaf, args.scope)).content)
+    _, chunks = service.export_chunks(ExportParams(session_id, args.format, leaf, args.scope))
+    data = (utf8(chunk) for chunk in chunks)
     if args.output is None:
         write_stdout(data)
         return 0

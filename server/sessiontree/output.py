@@ -8,8 +8,9 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .shown import without_lone_surrogates
 
@@ -32,17 +33,19 @@ def _encodable(text: str, encoding: str) -> str:
     return without_lone_surrogates(text).encode(encoding, "replace").decode(encoding)
 
 
-def write_stdout(data: bytes) -> None:
-    """`data` as it is: no newline translation, no encoding by the locale (the same bytes as `-o`)."""
+def write_stdout(data: bytes | Iterable[bytes]) -> None:
+    """`data` (bytes, or chunks of them) as it is: no newline translation, no encoding by the locale
+    (the same bytes as `-o`)."""
+    chunks = [data] if isinstance(data, bytes) else data
     try:
         sys.stdout.flush()
         buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:  # a text-only stdout (an embedding program's): the nearest it can take
-            sys.stdout.write(data.decode("utf-8"))
-            sys.stdout.flush()
-            return
-        buffer.write(data)
-        buffer.flush()
+        for chunk in chunks:
+            if buffer is None:  # a text-only stdout (an embedding program's): the nearest it can take
+                sys.stdout.write(chunk.decode("utf-8"))
+            else:
+                buffer.write(chunk)
+        sys.stdout.flush()
     except BrokenPipeError:
         _quiet_stdout()
 
@@ -51,7 +54,7 @@ def _quiet_stdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def write_file(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write `path` whole: into a new file beside it, renamed over it once complete, so a failure
     leaves what was there (or nothing) and never a part. Through a link, to the file it names, whose
     permissions are kept; something that is not a file (`/dev/stdout`, a FIFO) is written to as it is."""
@@ -61,20 +64,28 @@ def write_file(path: Path, data: bytes) -> None:
         existing = None
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         with open(path, "wb") as out:
-            out.write(data)
+            _write_all(out, data)
         return
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as out:
-            out.write(data)
+            _write_all(out, data)
         if existing is not None:  # else a new file, with the umask's permissions
             os.chmod(temporary, stat.S_IMODE(existing.st_mode))
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def _write_all(out: BinaryIO, data: bytes | Iterable[bytes]) -> None:
+    if isinstance(data, bytes):
+        out.write(data)
+        return
+    for chunk in data:
+        out.write(chunk)
 
 
 def pager_command() -> str | None:
