@@ -8,7 +8,7 @@ is written, one at a time, so an export holds no more of a large session than it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import export, stats
@@ -23,6 +23,14 @@ def path_items(opened: OpenSession, leaf: int | None) -> tuple[list[int], Iterat
     seqs = [] if leaf is None else session.index.walk(leaf)[0]
     items = (export.Item(session.entry(session.index.node(seq)), is_leaf=seq == leaf) for seq in seqs)
     return seqs, items
+
+
+def counted(items: Iterable[export.Item], total: int, progress: Callable[[int, int], None]) -> Iterator[export.Item]:
+    """The items, `progress(done, total)` told after each is written."""
+    progress(0, total)
+    for done, item in enumerate(items, 1):
+        yield item
+        progress(done, total)
 
 
 def tree_items(opened: OpenSession, leaf: int | None) -> Iterator[export.Item]:

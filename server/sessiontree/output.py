@@ -1,6 +1,6 @@
 """The command line's output: lines or a document's bytes to stdout, stopping quietly when the
 reader goes away, through a pager when a person reads them at a terminal; a document to a file
-whole or not at all."""
+whole or not at all; a long operation's progress as one updating line on a terminal."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import os
 import shutil
 import stat
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from types import TracebackType
+from typing import BinaryIO, TextIO
 
 from .shown import without_lone_surrogates
 
@@ -126,3 +128,54 @@ def show_lines(lines: Iterator[str], page: bool) -> None:
         pager.wait()
         signal.signal(signal.SIGINT, interrupt)
 
+
+class TerminalProgress:
+    """A `Progress(done, total)` callback shown as one line on stderr, rewritten in place (`\\r`)
+    at most every `interval` seconds and cleared when the operation ends, only when stderr is a
+    terminal: piped or redirected, nothing is written, so a log or a script sees only the result.
+    Use it as a context manager so the line goes away however the operation ends."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, interval: float = 0.1) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.label, self.interval = label, interval
+        self.active = _is_terminal(self.stream)
+        self.shown = False
+        self._next = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.active:
+            return
+        now = time.monotonic()
+        if now < self._next and done < total:
+            return
+        self._next = now + self.interval
+        figure = f"{done:,} of {total:,} ({done * 100 // total}%)" if total > 0 else f"{done:,}"
+        self._write(f"\r{self.label}: {figure}\x1b[K")
+        self.shown = True
+
+    def clear(self) -> None:
+        """Take the line away (before other output on the terminal, and at the end)."""
+        if self.shown:
+            self._write("\r\x1b[K")
+            self.shown = False
+            self._next = 0.0
+
+    def __enter__(self) -> TerminalProgress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self.clear()
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the operation goes on without it
+            self.active = self.shown = False
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

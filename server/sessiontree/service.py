@@ -389,9 +389,12 @@ class SessionService:
         leaf, chunks = self.export_chunks(params)
         return protocol.ExportResult(params.format, leaf, "".join(chunks))
 
-    def export_chunks(self, params: protocol.ExportParams) -> tuple[str | None, Iterator[str]]:
+    def export_chunks(
+        self, params: protocol.ExportParams, progress: Progress | None = None
+    ) -> tuple[str | None, Iterator[str]]:
         """The leaf exported to and the document as a stream of chunks, its entries read as it is
-        written (the command line writes them to a file as they come)."""
+        written (the command line writes them to a file as they come); `progress(entries written,
+        entries to write)` as it goes."""
         opened = self._synced(params.session_id)
         session, index = opened.session, opened.session.index
         leaf = index.leaf_id if params.leaf_id is UNSET else params.leaf_id
@@ -405,11 +408,14 @@ class SessionService:
         else:
             seqs, items = export_input.path_items(opened, leaf_seq)
             shown = len(seqs)
+        if progress is not None:
+            items = export_input.counted(items, shown, progress)
         if params.format == "markdown":
             return leaf, export.markdown_chunks(title, items, outline)
         return leaf, export.page_chunks(title, items, tree, export_input.facts(opened, shown), outline)
 
-    def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
+    def stats(self, params: protocol.StatsParams, progress: Progress | None = None) -> protocol.StatsResult:
+        """A session's figures, or a project's (`progress(files read, files)` as it reads them)."""
         if (params.session_id is None) == (params.cwd is None):
             raise InvalidParams("session/stats takes exactly one of sessionId and cwd", field="sessionId")
         if params.session_id is not None:
@@ -420,11 +426,13 @@ class SessionService:
         total = stats.Stats()
         files = self.backend.paths(params.cwd)
         counted = 0
-        for path in files:
+        for done, path in enumerate(files, 1):
             found = self._file_stats(path)
             if found is not None:
                 total.merge(found)
                 counted += 1
+            if progress is not None:
+                progress(done, len(files))
         return protocol.StatsResult(counted, total.wire(), cwd=params.cwd)
 
     def _file_stats(self, path: Path) -> Stats | None:
