@@ -28,6 +28,8 @@ from typing import Any, Final
 from .shown import as_object, as_text, finite, json_text
 
 RESULT_PREVIEW: Final = 1200  # characters of a tool result shown before its expander
+_INDENTS: Final = 8  # branch depths indented; deeper ones are indented as this one, their depth in words
+_NAVIGATION_OPEN: Final = 40  # branches listed open at the top of the page; more, folded
 _IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BACKTICKS: Final = re.compile(r"`+")
 _FENCE_OPEN: Final = re.compile(r"(`{3,}|~{3,})(.*)")  # at column 0 only: see _markdown_prose
@@ -401,9 +403,13 @@ pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; 
 details { margin: .4rem 0; } summary { cursor: pointer; color: var(--muted); }
 .error > summary { color: var(--error); } .leaf-mark { color: var(--summary); }
 .edit-mark { color: var(--tool); font-weight: 400; font-size: .85rem; } .system { border-color: var(--muted); }
-.branch { margin-left: 1.2rem; padding-left: .6rem; border-left: 2px dashed var(--line); }
+.branch { padding-left: .6rem; border-left: 2px dashed var(--line); }
 .branch > h2, .branch > summary { font-size: .95rem; color: var(--muted); margin: .8rem 0 .2rem; }
 .off-path .entry { opacity: .78; }
+.indent-1 { margin-left: 1.2rem; } .indent-2 { margin-left: 2.4rem; } .indent-3 { margin-left: 3.6rem; }
+.indent-4 { margin-left: 4.8rem; } .indent-5 { margin-left: 6rem; } .indent-6 { margin-left: 7.2rem; }
+.indent-7 { margin-left: 8.4rem; } .indent-8 { margin-left: 9.6rem; }
+
 .entry { content-visibility: auto; contain-intrinsic-size: auto 9rem; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; font-size: .85rem; margin: 0 0 1rem; }
 .facts dt { color: var(--muted); } .facts dd { margin: 0; overflow-wrap: anywhere; }
@@ -448,28 +454,34 @@ def _navigation(branches: Sequence[tuple[int, str]]) -> str:
     if not branches:
         return ""
     links = "".join(f'<li><a href="#branch-{n}">{html.escape(label)}</a></li>' for n, label in branches)
-    return f"<nav><details open><summary>Branches</summary><ul>{links}</ul></details></nav>"
+    shown = " open" if len(branches) <= _NAVIGATION_OPEN else ""  # a long list would be the whole first screen
+    return f"<nav><details{shown}><summary>Branches ({len(branches):,})</summary><ul>{links}</ul></details></nav>"
 
 
 def _html_body(items: Iterable[Item], edits: dict[str, str]) -> Iterator[str]:
-    """Entries, each branch in its own block: on the leaf's path a section, off it a folded
-    <details> (its content is parsed but not laid out until opened, so it costs the first screen
-    nothing; a link to it or a search in the page opens it)."""
-    open_blocks: list[tuple[int, str]] = []  # (depth, closing tag)
+    """Entries, each branch in a block of its own: on the leaf's path a section, off it a folded
+    <details> (parsed, but not laid out until opened: it costs the first screen nothing; a link to
+    it or a search in the page opens it). The blocks follow one another, never nested: a session's
+    branches can nest a thousand deep, past what a browser's parser keeps (512 levels), so the depth
+    is shown by an indent (up to `_INDENTS`) and in words."""
+    closing = ""
     for n, item in enumerate(items):
-        while open_blocks and (open_blocks[-1][0] > item.depth or (item.starts_branch and open_blocks[-1][0] == item.depth)):
-            yield open_blocks.pop()[1]
         if item.starts_branch:
+            yield closing
+            indent = f" indent-{min(item.depth, _INDENTS)}"
+            entry_id = as_text(item.entry.get("id", ""))
+            parent = as_text(item.entry.get("parentId", ""))
+            where = html.escape(f"from {parent}, depth {item.depth}" if parent else f"depth {item.depth}")
             if item.on_leaf_path:
-                yield f'<section class="branch" id="branch-{n}"><h2>branch on the path to the leaf</h2>'
-                open_blocks.append((item.depth, "</section>"))
+                yield f'<section class="branch{indent}" id="branch-{n}"><h2>branch on the path to the leaf, {where}</h2>'
+                closing = "</section>"
             else:
                 _, name = heading(item.entry)
-                label = html.escape(f"branch from {as_text(item.entry.get('id', ''))}: {name}")
-                yield f'<details class="branch off-path" id="branch-{n}"><summary>{label}</summary>'
-                open_blocks.append((item.depth, "</details>"))
+                label = html.escape(f"branch {entry_id}: {name}, ") + where
+                yield f'<details class="branch off-path{indent}" id="branch-{n}"><summary>{label}</summary>'
+                closing = "</details>"
         yield _html_entry(item, edits)
-    yield "".join(tag for _, tag in reversed(open_blocks))
+    yield closing
 
 
 def _html_entry(item: Item, edits: dict[str, str]) -> str:

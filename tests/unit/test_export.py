@@ -97,8 +97,44 @@ def test_a_branch_off_the_path_is_folded_and_the_path_is_open(service: SessionSe
     tags = _assert_inert(service.export(p.ExportParams(sid, "html", scope="tree")).content).tags
     sections = [attrs for tag, attrs in tags if tag == "section"]
     folded = [attrs for tag, attrs in tags if tag == "details" and "branch" in (attrs.get("class") or "")]
-    assert [(a["class"], a["id"]) for a in sections] == [("branch", "branch-9")]
-    assert [(a["class"], a["id"], "open" in a) for a in folded] == [("branch off-path", "branch-6", False)]
+    assert [(a["class"], a["id"]) for a in sections] == [("branch indent-1", "branch-9")]
+    assert [(a["class"], a["id"], "open" in a) for a in folded] == [("branch off-path indent-1", "branch-6", False)]
+
+
+class _Nesting(HTMLParser):
+    """How deep branch blocks nest in a page."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.open: list[bool] = []
+        self.deepest = 0
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("section", "details"):
+            self.open.append("branch" in (dict(attrs).get("class") or ""))
+            self.deepest = max(self.deepest, sum(self.open))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("section", "details"):
+            self.open.pop()
+
+
+def test_branches_a_thousand_deep_are_blocks_side_by_side() -> None:
+    """A browser's parser keeps 512 levels of elements: deeper, it moves them. Branches nested a
+    thousand deep (a long session that went back often) are blocks one after the other, indented
+    up to a bound and their depth in words."""
+    items = []
+    for depth in range(1, 1001):
+        items.append(export.Item({"type": "message", "id": f"off{depth}", "parentId": f"on{depth - 1}",
+                                  "message": {"role": "user", "content": "tried"}}, depth, True, False))
+        items.append(export.Item({"type": "message", "id": f"on{depth}", "parentId": f"on{depth - 1}",
+                                  "message": {"role": "user", "content": "kept"}}, depth, True, True))
+    page = export.page("t", items, tree=True)
+    assert _Nesting(page).deepest == 1
+    assert page.count('<details class="branch off-path') == 1000 and page.count('<section class="branch') == 1000
+    assert 'class="branch indent-8" id="branch-1999"><h2>branch on the path to the leaf, from on999, depth 1000</h2>' in page
+    assert "<nav><details><summary>Branches (2,000)</summary>" in page  # folded: too long for the first screen
 
 
 def test_the_page_opens_with_the_sessions_facts(service: SessionService) -> None:
