@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import __version__, cli_store
 from .config import DEFAULT_MAX_MESSAGE_BYTES, ServerConfig
-from .output import print_lines, show_lines, write_file, write_stdout
+from .output import TerminalProgress, print_lines, show_lines, write_file, write_stdout
 
 if TYPE_CHECKING:
     from .agents import AgentName
@@ -715,20 +715,26 @@ def project(given: str, root: Path) -> str:
 
 def _export(service: Any, session_id: str, args: argparse.Namespace) -> int:
     """The document's UTF-8 bytes, the same to stdout as to `-o` (a lone surrogate, which UTF-8
-    cannot hold, written as U+FFFD as pi's Node writes it); a file is written whole or not at all."""
+    cannot hold, written as U+FFFD as pi's Node writes it), written as it is made, entry by entry;
+    a file is written whole or not at all."""
     from .protocol import UNSET, ExportParams
     from .shown import utf8
 
     leaf = UNSET if args.leaf is None else args.leaf
-    data = utf8(service.export(ExportParams(session_id, args.format, leaf, args.scope)).content)
-    if args.output is None:
-        write_stdout(data)
-        return 0
-    try:
-        write_file(args.output, data)
-    except OSError as exc:
-        print(f"sessiontree: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    with TerminalProgress("exporting entries") as progress:
+        if args.output is None and sys.stdout.isatty():
+            progress.active = False  # the document itself is on the terminal: no line across it
+        _, chunks = service.export_chunks(ExportParams(session_id, args.format, leaf, args.scope), progress)
+        data = (utf8(chunk) for chunk in chunks)
+        if args.output is None:
+            write_stdout(data)
+            return 0
+        try:
+            write_file(args.output, data)
+        except OSError as exc:
+            progress.clear()
+            print(f"sessiontree: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     print(f"sessiontree: wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -778,10 +784,13 @@ def across_sessions(args: argparse.Namespace) -> int:
     service = SessionService(ServiceConfig(sessions_dir=root, index_dir=index_dir, agents=agent_dirs(args)))
     try:
         if args.command == "stats":
-            print_lines(_stats_lines(service.stats(StatsParams(cwd=cwd)), args.json))
+            with TerminalProgress("reading sessions") as progress:
+                figures = service.stats(StatsParams(cwd=cwd), progress)
+            print_lines(_stats_lines(figures, args.json))
             return 0
         syntax: Literal["fts", "plain"] = "fts" if args.fts else "plain"
-        indexed = service.refresh_search()
+        with TerminalProgress("indexing sessions") as progress:
+            indexed = service.refresh_search(progress)
         _say_where_the_index_is(service, indexed)
         result = service.search(SearchParams(args.query, syntax, cwd=cwd, limit=args.limit), indexed)
         if args.json:

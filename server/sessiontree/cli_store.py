@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import STORE_ENV, InitOptions, resolve_sessions_dir
-from .output import print_lines
+from .output import TerminalProgress, print_lines
 
 _SIGNS = {"created": "+", "appended": ">", "merged": "~", "unchanged": "=", "differs": "!", "failed": "!"}
 
@@ -75,7 +75,8 @@ def _migrate(backend: Any) -> int:
 def _push(backend: Any, paths: list[Path]) -> int:
     from .backend.postgres.transfer import push, session_files
 
-    return _report(push(backend, path) for path in session_files(paths))
+    files = session_files(paths)
+    return _report((push(backend, path) for path in files), len(files), "pushing sessions")
 
 
 def _pull(backend: Any, names: list[str]) -> int:
@@ -84,20 +85,26 @@ def _pull(backend: Any, names: list[str]) -> int:
 
     backend.root.mkdir(parents=True, exist_ok=True)
     files = FileBackend(backend.root)
-    return _report(pull(backend, name, files) for name in stored_names(backend, names))
+    names = stored_names(backend, names)
+    return _report((pull(backend, name, files) for name in names), len(names), "pulling sessions")
 
 
-def _report(moved: Any) -> int:
-    """One line a session; the exit status is 1 if any failed or differs."""
+def _report(moved: Any, total: int, doing: str) -> int:
+    """One line a session, and on a terminal how many of `total` are done; the exit status is 1 if
+    any failed or differs."""
     status = 0
 
-    def lines() -> Iterator[str]:
+    def lines(progress: TerminalProgress) -> Iterator[str]:
         nonlocal status
-        for item in moved:
+        progress(0, total)
+        for done, item in enumerate(moved, 1):
             amount = f" ({item.added:,} {'entries' if item.outcome == 'merged' else 'bytes'})" if item.added else ""
             note = f": {item.message}" if item.message else ""
             status |= item.outcome in ("failed", "differs")
+            progress.clear()  # the session's line goes where the progress line was
             yield f"{_SIGNS[item.outcome]} {item.outcome:9} {item.name}{amount}{note}"
+            progress(done, total)
 
-    print_lines(lines())
+    with TerminalProgress(doing) as progress:
+        print_lines(lines(progress))
     return status

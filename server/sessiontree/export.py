@@ -4,6 +4,14 @@ The input is entries in order, each with how deep in the tree's branches it sits
 conversation's trunk) and whether it starts a branch. Everything taken from the session is
 escaped: HTML output has no markup the session wrote, no script, no network reference (images are
 inline data, their media type checked), so a message holding `<script>` stays text.
+
+Both documents are written as a stream of chunks (`page_chunks`, `markdown_chunks`) from entries
+given one at a time, so a session of 50,000 entries is never held whole, parsed or as text. What
+must be known before the first entry (the context edits' marks, the branches for the navigation)
+comes in an `Outline` the caller can build from its index; without one, it is read from the items.
+An HTML page is made to show its first screen at once however long it is: entries off-screen are
+not laid out (`content-visibility`), branches off the leaf's path are folded, and a long tool
+output is shown once, its head open and the rest behind an expander.
 """
 
 from __future__ import annotations
@@ -13,13 +21,16 @@ import binascii
 import html
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .shown import as_object, as_text, finite, json_text
 
 RESULT_PREVIEW: Final = 1200  # characters of a tool result shown before its expander
+_INDENTS: Final = 8  # branch depths indented; deeper ones are indented as this one, their depth in words
+_NAVIGATION_OPEN: Final = 40  # branches listed open at the top of the page; more, folded
+_HTML_SPECIAL: Final = re.compile("[&<>\"']")
 _IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BACKTICKS: Final = re.compile(r"`+")
 _FENCE_OPEN: Final = re.compile(r"(`{3,}|~{3,})(.*)")  # at column 0 only: see _markdown_prose
@@ -37,6 +48,28 @@ class Item:
     is_leaf: bool = False
 
 
+@dataclass(frozen=True)
+class Outline:
+    """What a document needs before its first entry: the marks of the context edits on the leaf's
+    path (by target id) and the branches to list, as (position among the items, label)."""
+
+    edits: dict[str, str]
+    branches: list[tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """The facts a page opens with; `cost` None when no entry reported one."""
+
+    cwd: str = ""
+    first: str = ""
+    last: str = ""
+    entries: int = 0
+    shown: int = 0
+    models: tuple[str, ...] = ()
+    cost: float | None = None
+
+
 # --------------------------------------------------------------------------- what an entry says
 
 
@@ -52,32 +85,34 @@ class Part:
     error: bool = False
 
 
+_ROLE_TITLES: Final = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result", "bashExecution": "Shell",
+                       "system": "System prompt"}
+_TYPE_TITLES: Final = {
+    "compaction": "Compaction summary",
+    "branch_summary": "Branch summary",
+    "custom_message": "Custom message",
+    "model_change": "Model",
+    "thinking_level_change": "Thinking level",
+    "label": "Label",
+    "session_info": "Session name",
+    "context_edit": "Context edit",
+    "usage": "Usage",
+}
+
+
 def heading(entry: dict[str, Any]) -> tuple[str, str]:
     """(css class, title) of an entry."""
     kind = entry.get("type")
     if kind == "message" and isinstance(entry.get("message"), dict):
         message = entry["message"]
         role = _one_line(as_text(message.get("role", "message")))
-        titles = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result", "bashExecution": "Shell",
-                  "system": "System prompt"}
-        title = titles.get(role, role)
+        title = _ROLE_TITLES.get(role, role)
         for key in ("toolName", "customType"):
             if isinstance(message.get(key), str):
                 title += f" · {_one_line(message[key])}"
         return role, title
-    titles = {
-        "compaction": "Compaction summary",
-        "branch_summary": "Branch summary",
-        "custom_message": "Custom message",
-        "model_change": "Model",
-        "thinking_level_change": "Thinking level",
-        "label": "Label",
-        "session_info": "Session name",
-        "context_edit": "Context edit",
-        "usage": "Usage",
-    }
     name = _one_line(as_text(kind))
-    return name, titles.get(name, name)
+    return name, _TYPE_TITLES.get(name, name)
 
 
 def _one_line(text: str) -> str:
@@ -205,6 +240,24 @@ def context_edits(items: Sequence[Item]) -> dict[str, str]:
     return marks
 
 
+def branch_label(title: str, entry_id: str, on_leaf_path: bool) -> str:
+    return f"{title} {entry_id}{' (path to the leaf)' if on_leaf_path else ''}"
+
+
+def outline_of(items: Sequence[Item]) -> Outline:
+    """The outline of items already in memory (a caller with an index builds it without them)."""
+    branches = [(n, branch_label(heading(item.entry)[1], as_text(item.entry.get("id", "")), item.on_leaf_path))
+                for n, item in enumerate(items) if item.starts_branch]
+    return Outline(context_edits(items), branches)
+
+
+def _outlined(items: Iterable[Item], outline: Outline | None) -> tuple[Iterable[Item], Outline]:
+    if outline is not None:
+        return items, outline
+    listed = list(items)
+    return listed, outline_of(listed)
+
+
 def _image_data(part: Part) -> str | None:
     """The image as a data URI, or None unless it is one of the usual types in valid base64."""
     if part.media_type not in _IMAGE_TYPES:
@@ -220,21 +273,30 @@ def _image_data(part: Part) -> str | None:
 
 
 def markdown(title: str, items: Sequence[Item]) -> str:
-    """The conversation as a person would paste it into an issue. Nothing the session wrote becomes
-    HTML: outside code, `&` and `<` are escaped; code is fenced with a fence no line can close."""
-    out = [f"# {_inline(_one_line(title))}", ""]
-    edits = context_edits(items)
+    return "".join(markdown_chunks(title, items))
+
+
+def markdown_chunks(title: str, items: Iterable[Item], outline: Outline | None = None) -> Iterator[str]:
+    """The conversation as a person would paste it into an issue, entry by entry. Nothing the session
+    wrote becomes HTML: outside code, `&` and `<` are escaped; code is fenced with a fence no line can close."""
+    items, outline = _outlined(items, outline)
+    yield f"# {_inline(_one_line(title))}\n"
     for item in items:
-        if item.starts_branch:
-            out += [f"{'#' * min(6, 2 + item.depth)} Branch{' (on the path to the leaf)' if item.on_leaf_path else ''}", ""]
-        _, name = heading(item.entry)
-        entry_id = as_text(item.entry.get("id", ""))
-        marks = "".join(f" · {mark}" for mark in (edits.get(entry_id), "leaf" if item.is_leaf else None) if mark)
-        stamp = _inline(_one_line(f"{entry_id} · {as_text(item.entry.get('timestamp', ''))}"))
-        out += [f"**{_inline(name)}**{_inline(marks)} <sub>{stamp}</sub>", ""]
-        for part in parts(item.entry):
-            out += _markdown_part(part)
-    return "\n".join(out).rstrip() + "\n"
+        yield "\n" + "\n".join(_markdown_entry(item, outline.edits)).rstrip("\n") + "\n"
+
+
+def _markdown_entry(item: Item, edits: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    if item.starts_branch:
+        out += [f"{'#' * min(6, 2 + item.depth)} Branch{' (on the path to the leaf)' if item.on_leaf_path else ''}", ""]
+    _, name = heading(item.entry)
+    entry_id = as_text(item.entry.get("id", ""))
+    marks = "".join(f" · {mark}" for mark in (edits.get(entry_id), "leaf" if item.is_leaf else None) if mark)
+    stamp = _inline(_one_line(f"{entry_id} · {as_text(item.entry.get('timestamp', ''))}"))
+    out += [f"**{_inline(name)}**{_inline(marks)} <sub>{stamp}</sub>", ""]
+    for part in parts(item.entry):
+        out += _markdown_part(part)
+    return out
 
 
 def _markdown_part(part: Part) -> list[str]:
@@ -342,99 +404,144 @@ pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; 
 details { margin: .4rem 0; } summary { cursor: pointer; color: var(--muted); }
 .error > summary { color: var(--error); } .leaf-mark { color: var(--summary); }
 .edit-mark { color: var(--tool); font-weight: 400; font-size: .85rem; } .system { border-color: var(--muted); }
-.branch { margin-left: 1.2rem; padding-left: .6rem; border-left: 2px dashed var(--line); }
-.branch > h2 { font-size: .95rem; color: var(--muted); margin: .8rem 0 .2rem; }
+.branch { padding-left: .6rem; border-left: 2px dashed var(--line); }
+.branch > h2, .branch > summary { font-size: .95rem; color: var(--muted); margin: .8rem 0 .2rem; }
 .off-path .entry { opacity: .78; }
+.indent-1 { margin-left: 1.2rem; } .indent-2 { margin-left: 2.4rem; } .indent-3 { margin-left: 3.6rem; }
+.indent-4 { margin-left: 4.8rem; } .indent-5 { margin-left: 6rem; } .indent-6 { margin-left: 7.2rem; }
+.indent-7 { margin-left: 8.4rem; } .indent-8 { margin-left: 9.6rem; }
+
+.entry { content-visibility: auto; contain-intrinsic-size: auto 9rem; }
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; font-size: .85rem; margin: 0 0 1rem; }
+.facts dt { color: var(--muted); } .facts dd { margin: 0; overflow-wrap: anywhere; }
 img { max-width: 100%; border-radius: 4px; }
 nav ul { padding-left: 1.2rem; } nav a { color: var(--user); }
 """
 
 
-def page(title: str, items: Sequence[Item], tree: bool) -> str:
-    """One self-contained page: styles inline, no script, no external reference."""
-    body = list(_html_body(items, context_edits(items)))
-    navigation = list(_navigation(items)) if tree else []
-    head = (
+def page(title: str, items: Sequence[Item], tree: bool, facts: SessionFacts | None = None) -> str:
+    return "".join(page_chunks(title, items, tree, facts))
+
+
+def page_chunks(
+    title: str, items: Iterable[Item], tree: bool, facts: SessionFacts | None = None, outline: Outline | None = None
+) -> Iterator[str]:
+    """One self-contained page, chunk by chunk: styles inline, no script, no external reference."""
+    items, outline = _outlined(items, outline)
+    yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title>'
-        f"<style>{_STYLE}</style></head><body>"
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_html(title)}</title>'
+        f"<style>{_STYLE}</style></head><body><h1>{_html(title)}</h1>"
     )
-    return head + f"<h1>{html.escape(title)}</h1>" + "".join(navigation) + "".join(body) + "</body></html>\n"
+    if facts is not None:
+        yield _facts(facts)
+    if tree:
+        yield _navigation(outline.branches)
+    yield from _html_body(items, outline.edits)
+    yield "</body></html>\n"
 
 
-def _navigation(items: Sequence[Item]) -> Iterator[str]:
-    branches = [(n, item) for n, item in enumerate(items) if item.starts_branch]
+def _facts(facts: SessionFacts) -> str:
+    dates = facts.first if facts.first == facts.last else f"{facts.first} – {facts.last}"
+    shown = f"{facts.entries:,}" if facts.shown == facts.entries else f"{facts.entries:,} ({facts.shown:,} shown)"
+    rows = [("cwd", facts.cwd), ("dates", dates), ("entries", shown), ("models", ", ".join(facts.models)),
+            ("cost", "" if facts.cost is None else f"${facts.cost:,.4f}")]
+    cells = "".join(f"<dt>{name}</dt><dd>{_html(value)}</dd>" for name, value in rows if value)
+    return f'<dl class="facts">{cells}</dl>'
+
+
+def _navigation(branches: Sequence[tuple[int, str]]) -> str:
     if not branches:
-        return
-    yield '<nav><details open><summary>Branches</summary><ul>'
-    for n, item in branches:
-        _, name = heading(item.entry)
-        mark = " (path to the leaf)" if item.on_leaf_path else ""
-        label = f"{name} {item.entry.get('id', '')}{mark}"
-        yield f'<li><a href="#branch-{n}">{html.escape(label)}</a></li>'
-    yield "</ul></details></nav>"
+        return ""
+    links = "".join(f'<li><a href="#branch-{n}">{_html(label)}</a></li>' for n, label in branches)
+    shown = " open" if len(branches) <= _NAVIGATION_OPEN else ""  # a long list would be the whole first screen
+    return f"<nav><details{shown}><summary>Branches ({len(branches):,})</summary><ul>{links}</ul></details></nav>"
 
 
-def _html_body(items: Sequence[Item], edits: dict[str, str]) -> Iterator[str]:
-    open_depths: list[int] = []
+def _html_body(items: Iterable[Item], edits: dict[str, str]) -> Iterator[str]:
+    """Entries, each branch in a block of its own: on the leaf's path a section, off it a folded
+    <details> (parsed, but not laid out until opened: it costs the first screen nothing; a link to
+    it or a search in the page opens it). The blocks follow one another, never nested: a session's
+    branches can nest a thousand deep, past what a browser's parser keeps (512 levels), so the depth
+    is shown by an indent (up to `_INDENTS`) and in words."""
+    closing = ""
     for n, item in enumerate(items):
-        while open_depths and (open_depths[-1] > item.depth or (item.starts_branch and open_depths[-1] == item.depth)):
-            open_depths.pop()
-            yield "</section>"
         if item.starts_branch:
-            path = "" if item.on_leaf_path else " off-path"
-            note = "branch on the path to the leaf" if item.on_leaf_path else "branch"
-            yield f'<section class="branch{path}" id="branch-{n}"><h2>{note}</h2>'
-            open_depths.append(item.depth)
+            yield closing
+            indent = f" indent-{min(item.depth, _INDENTS)}"
+            entry_id = as_text(item.entry.get("id", ""))
+            parent = as_text(item.entry.get("parentId", ""))
+            where = _html(f"from {parent}, depth {item.depth}" if parent else f"depth {item.depth}")
+            if item.on_leaf_path:
+                yield f'<section class="branch{indent}" id="branch-{n}"><h2>branch on the path to the leaf, {where}</h2>'
+                closing = "</section>"
+            else:
+                _, name = heading(item.entry)
+                label = _html(f"branch {entry_id}: {name}, ") + where
+                yield f'<details class="branch off-path{indent}" id="branch-{n}"><summary>{label}</summary>'
+                closing = "</details>"
         yield _html_entry(item, edits)
-    yield "</section>" * len(open_depths)
+    yield closing
 
 
 def _html_entry(item: Item, edits: dict[str, str]) -> str:
     css, name = heading(item.entry)
     raw_id = as_text(item.entry.get("id", ""))
-    entry_id = html.escape(raw_id)
-    stamp = html.escape(as_text(item.entry.get("timestamp", "")))
+    entry_id = _html(raw_id)
+    stamp = _html(as_text(item.entry.get("timestamp", "")))
     leaf = ' <span class="leaf-mark">← leaf</span>' if item.is_leaf else ""
-    edit = f' <span class="edit-mark">{html.escape(edits[raw_id])}</span>' if raw_id in edits else ""
-    header = f'<header>{html.escape(name)}{edit}{leaf}<span class="meta">{entry_id} · {stamp}</span></header>'
+    edit = f' <span class="edit-mark">{_html(edits[raw_id])}</span>' if raw_id in edits else ""
+    header = f'<header>{_html(name)}{edit}{leaf}<span class="meta">{entry_id} · {stamp}</span></header>'
     body = "".join(_html_part(part) for part in parts(item.entry))
-    return f'<article class="entry {html.escape(css)}" id="e-{entry_id}">{header}{body}</article>'
+    return f'<article class="entry {_html(css)}" id="e-{entry_id}">{header}{body}</article>'
 
 
 def _html_part(part: Part) -> str:
     if part.kind == "text":
         return _html_text(part.text)
     if part.kind == "note":
-        return f'<p class="note">{html.escape(part.text)}</p>'
+        return f'<p class="note">{_html(part.text)}</p>'
     if part.kind == "summary":
         return _html_text(part.text)
     if part.kind == "code":
-        return f"<pre><code>{html.escape(part.text)}</code></pre>"
+        return f"<pre><code>{_html(part.text)}</code></pre>"
     if part.kind == "image":
         data = _image_data(part)
         if data is None:
-            return f'<p class="note">[image of type {html.escape(part.media_type or "unknown")} not shown]</p>'
-        return f'<img alt="image" src="{html.escape(data, quote=True)}">'
+            return f'<p class="note">[image of type {_html(part.media_type or "unknown")} not shown]</p>'
+        return f'<img alt="image" src="{_html(data)}">'
     if part.kind == "tool-result":
         return _html_result(part)
     titles = {"thinking": "Thinking", "system": f"System prompt ({part.title})"}
     title = titles.get(part.kind, f"Tool call: {part.title}")
-    return f"<details><summary>{html.escape(title)}</summary><pre><code>{html.escape(part.text)}</code></pre></details>"
+    return f"<details><summary>{_html(title)}</summary><pre><code>{_html(part.text)}</code></pre></details>"
 
 
 def _html_result(part: Part) -> str:
+    """A tool's output: open, but a long one shows its head and keeps the rest (not the whole
+    again) behind an expander, so the page holds each character once."""
     error = " error" if part.error else ""
-    title = html.escape(f"Result: {part.title}" + (" (error)" if part.error else ""))
+    title = _html(f"Result: {part.title}" + (" (error)" if part.error else ""))
     text = part.text
     if len(text) <= RESULT_PREVIEW:
-        return f'<details class="result{error}" open><summary>{title}</summary><pre><code>{html.escape(text)}</code></pre></details>'
-    shown = html.escape(text[:RESULT_PREVIEW])
-    rest = f"<details><summary>show all {len(text):,} characters</summary><pre><code>{html.escape(text)}</code></pre></details>"
-    return (
-        f'<details class="result{error}" open><summary>{title}</summary><pre><code>{shown}…</code></pre>{rest}</details>'
-    )
+        return f'<details class="result{error}" open><summary>{title}</summary><pre><code>{_html(text)}</code></pre></details>'
+    cut = _cut_at(text, RESULT_PREVIEW)
+    head, rest = _html(text[:cut]), _html(text[cut:])
+    more = f"<details><summary>show the other {len(text) - cut:,} of {len(text):,} characters</summary><pre><code>{rest}</code></pre></details>"
+    return f'<details class="result{error}" open><summary>{title}</summary><pre><code>{head}</code></pre>{more}</details>'
+
+
+def _cut_at(text: str, limit: int) -> int:
+    """Where to cut a long text for its head: after the last line end before `limit`, if any."""
+    line_end = text.rfind("\n", 0, limit)
+    return line_end + 1 if line_end > limit // 2 else limit
+
+
+def _html(text: str) -> str:
+    """`text` escaped for HTML (quotes too): most of a session's text has nothing to escape, and a
+    search for the five characters is faster than html.escape's five replacements."""
+    return html.escape(text) if _HTML_SPECIAL.search(text) else text
 
 
 def _html_text(text: str) -> str:
@@ -447,7 +554,7 @@ def _html_text(text: str) -> str:
         if not chunk.strip():
             continue
         if inside:
-            out.append(f"<pre><code>{html.escape(chunk.strip(chr(10)))}</code></pre>")
+            out.append(f"<pre><code>{_html(chunk.strip(chr(10)))}</code></pre>")
         else:
-            out.append(f'<div class="text">{html.escape(chunk.strip(chr(10)))}</div>')
+            out.append(f'<div class="text">{_html(chunk.strip(chr(10)))}</div>')
     return "".join(out)

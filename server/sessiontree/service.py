@@ -12,13 +12,13 @@ import gc
 import itertools
 import logging
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from . import export, jsonfmt, protocol, stats, summaries
+from . import export, export_input, jsonfmt, protocol, stats, summaries
 from .agents import AgentName
 from .agents.importer import Importer
 from .agents.served import AgentSessions, follow_leaf
@@ -464,21 +464,36 @@ class SessionService:
         return protocol.TreeViewResult(leaf, folded.total, offset, page)
 
     def export(self, params: protocol.ExportParams) -> protocol.ExportResult:
+        leaf, chunks = self.export_chunks(params)
+        return protocol.ExportResult(params.format, leaf, "".join(chunks))
+
+    def export_chunks(
+        self, params: protocol.ExportParams, progress: Progress | None = None
+    ) -> tuple[str | None, Iterator[str]]:
+        """The leaf exported to and the document as a stream of chunks, its entries read as it is
+        written (the command line writes them to a file as they come); `progress(entries written,
+        entries to write)` as it goes."""
         opened = self._synced(params.session_id)
         session, index = opened.session, opened.session.index
         leaf = index.leaf_id if params.leaf_id is UNSET else params.leaf_id
         leaf_seq = session.require(leaf, "leafId").seq if leaf is not None else None
         title = index.name or _first_words(session) or f"Session {session.header['id']}"
-        if params.scope == "path":
-            seqs = [] if leaf_seq is None else index.walk(leaf_seq)[0]
-            items = [export.Item(session.entry(index.node(seq)), is_leaf=seq == leaf_seq) for seq in seqs]
+        tree = params.scope == "tree"
+        outline = export_input.outline(opened, leaf_seq, tree)
+        if tree:
+            items: Iterable[export.Item] = export_input.tree_items(opened, leaf_seq)
+            shown = len(index)
         else:
-            items = list(_tree_items(session, opened.folded(), leaf_seq))
+            seqs, items = export_input.path_items(opened, leaf_seq)
+            shown = len(seqs)
+        if progress is not None:
+            items = export_input.counted(items, shown, progress)
         if params.format == "markdown":
-            return protocol.ExportResult("markdown", leaf, export.markdown(title, items))
-        return protocol.ExportResult("html", leaf, export.page(title, items, tree=params.scope == "tree"))
+            return leaf, export.markdown_chunks(title, items, outline)
+        return leaf, export.page_chunks(title, items, tree, export_input.facts(opened, shown), outline)
 
-    def stats(self, params: protocol.StatsParams) -> protocol.StatsResult:
+    def stats(self, params: protocol.StatsParams, progress: Progress | None = None) -> protocol.StatsResult:
+        """A session's figures, or a project's (`progress(files read, files)` as it reads them)."""
         if (params.session_id is None) == (params.cwd is None):
             raise InvalidParams("session/stats takes exactly one of sessionId and cwd", field="sessionId")
         if params.session_id is not None:
@@ -489,11 +504,13 @@ class SessionService:
         total = stats.Stats()
         files = self.backend.paths(params.cwd)
         counted = 0
-        for path in files:
+        for done, path in enumerate(files, 1):
             found = self._file_stats(path)
             if found is not None:
                 total.merge(found)
                 counted += 1
+            if progress is not None:
+                progress(done, len(files))
         return protocol.StatsResult(counted, total.wire(), cwd=params.cwd)
 
     def _file_stats(self, path: Path) -> Stats | None:
@@ -675,18 +692,6 @@ def _backend(config: ServiceConfig) -> Backend:
     from .backend.postgres import PostgresBackend  # psycopg is needed only by those who use it
 
     return PostgresBackend(config.sessions_dir, config.store)
-
-
-def _tree_items(session: Session, folded: FoldedTree, leaf: int | None) -> Iterable[export.Item]:
-    """Every entry in tree order, with its branch depth; the path to `leaf` marked."""
-    index = session.index
-    path = None if leaf == folded.leaf else set() if leaf is None else set(index.walk(leaf)[0])
-    for row in folded.rows:
-        for seq in range(row.first, row.last + 1):
-            parent = index.parent_seq(seq)
-            starts = parent is not None and parent != seq and len(folded.children(parent)) > 1
-            on_path = folded.on_path(seq) if path is None else seq in path
-            yield export.Item(session.entry(index.node(seq)), row.indent, starts, on_path, seq == leaf)
 
 
 def _first_words(session: Session) -> str | None:

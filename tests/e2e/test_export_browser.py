@@ -48,7 +48,9 @@ def test_the_exported_page_renders_cleanly_and_hostile_markup_stays_text(
     dom = dumped.stdout
     assert "<title>Empty input in the parser</title>" in dom and "pwned</title>" not in dom
     assert dom.count('<article class="entry') == 17  # the example's 16 entries and the hostile one
-    assert dom.count("<details") >= 3 and dom.count('<section class="branch') == 2
+    assert dom.count("<details") >= 3 and dom.count('<section class="branch') == 1  # the leaf's path
+    assert dom.count('<details class="branch off-path indent-1"') == 1  # the other branch, folded
+    assert '<dl class="facts"><dt>cwd</dt><dd>/home/user/demo</dd>' in dom
     assert "&lt;script&gt;document.title=\"pwned\"&lt;/script&gt;" in dom  # shown, as text
     assert "<script" not in dom
     _browse(page, "--hide-scrollbars", "--window-size=1000,1600", f"--screenshot={SCREENSHOT}")

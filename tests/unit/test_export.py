@@ -87,8 +87,94 @@ def test_html_is_one_page_with_nothing_from_the_session_as_markup(service: Sessi
     markup = _assert_inert(page)
     assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page  # shown as text
     assert not [attrs for tag, attrs in markup.tags if tag == "link"]  # styles inline, nothing fetched
-    assert sum(1 for tag, attrs in markup.tags if tag == "section") == 2
     assert [attrs["href"] for tag, attrs in markup.tags if tag == "a"] == ["#branch-6", "#branch-9"]
+
+
+def test_a_branch_off_the_path_is_folded_and_the_path_is_open(service: SessionService) -> None:
+    """The tree's page: the branch on the leaf's path a section, the other one a closed <details>
+    (parsed, not laid out until opened), each where the navigation's link points."""
+    sid = _open(service)
+    tags = _assert_inert(service.export(p.ExportParams(sid, "html", scope="tree")).content).tags
+    sections = [attrs for tag, attrs in tags if tag == "section"]
+    folded = [attrs for tag, attrs in tags if tag == "details" and "branch" in (attrs.get("class") or "")]
+    assert [(a["class"], a["id"]) for a in sections] == [("branch indent-1", "branch-9")]
+    assert [(a["class"], a["id"], "open" in a) for a in folded] == [("branch off-path indent-1", "branch-6", False)]
+
+
+class _Nesting(HTMLParser):
+    """How deep branch blocks nest in a page."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.open: list[bool] = []
+        self.deepest = 0
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("section", "details"):
+            self.open.append("branch" in (dict(attrs).get("class") or ""))
+            self.deepest = max(self.deepest, sum(self.open))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("section", "details"):
+            self.open.pop()
+
+
+def test_branches_a_thousand_deep_are_blocks_side_by_side() -> None:
+    """A browser's parser keeps 512 levels of elements: deeper, it moves them. Branches nested a
+    thousand deep (a long session that went back often) are blocks one after the other, indented
+    up to a bound and their depth in words."""
+    items = []
+    for depth in range(1, 1001):
+        items.append(export.Item({"type": "message", "id": f"off{depth}", "parentId": f"on{depth - 1}",
+                                  "message": {"role": "user", "content": "tried"}}, depth, True, False))
+        items.append(export.Item({"type": "message", "id": f"on{depth}", "parentId": f"on{depth - 1}",
+                                  "message": {"role": "user", "content": "kept"}}, depth, True, True))
+    page = export.page("t", items, tree=True)
+    assert _Nesting(page).deepest == 1
+    assert page.count('<details class="branch off-path') == 1000 and page.count('<section class="branch') == 1000
+    assert 'class="branch indent-8" id="branch-1999"><h2>branch on the path to the leaf, from on999, depth 1000</h2>' in page
+    assert "<nav><details><summary>Branches (2,000)</summary>" in page  # folded: too long for the first screen
+
+
+def test_the_page_opens_with_the_sessions_facts(service: SessionService) -> None:
+    sid = _open(service)
+    page = service.export(p.ExportParams(sid, "html")).content
+    facts = page[page.index('<dl class="facts">') : page.index("</dl>")]
+    assert "<dt>cwd</dt><dd>/home/user/demo</dd>" in facts
+    assert "<dt>dates</dt><dd>2026-01-01T00:00:01.000Z – 2026-01-01T00:02:05.000Z</dd>" in facts
+    assert "<dt>entries</dt><dd>16 (13 shown)</dd>" in facts  # the path, of the whole tree's 16
+    assert "<dt>models</dt><dd>anthropic/claude-sonnet-4-5</dd>" in facts and "<dt>cost</dt><dd>$0.0000</dd>" in facts
+    assert page.index("</dl>") < page.index("<article")
+
+
+def test_entries_off_screen_are_not_laid_out() -> None:
+    page = export.page("t", [export.Item(user_entry("hello"))], tree=False)
+    assert ".entry { content-visibility: auto;" in page
+
+
+def test_the_export_reads_its_entries_as_it_writes_them(service: SessionService) -> None:
+    """A document is a stream: before its first chunk is taken no entry is decoded, and the entries
+    are decoded one chunk at a time, so a large session is never held whole."""
+    sid = _open(service)
+    session = service._synced(sid).session
+    decoded: list[str] = []
+    entry = session.entry
+
+    def counted(node: object) -> dict[str, object]:
+        found = entry(node)  # type: ignore[arg-type]
+        decoded.append(found["id"])
+        return found
+
+    session.entry = counted  # type: ignore[method-assign]
+    for form, scope in (("html", "tree"), ("markdown", "path")):
+        decoded.clear()
+        _, chunks = service.export_chunks(p.ExportParams(sid, form, scope=scope))  # type: ignore[arg-type]
+        assert decoded == []
+        taken = [next(chunks), next(chunks)]
+        assert len(decoded) <= 2 and "".join(taken)
+        rest = "".join(chunks)
+        assert len(decoded) == (16 if scope == "tree" else 13) and rest.endswith("\n")
 
 
 def test_images_are_inline_only_when_they_are_images() -> None:
@@ -107,7 +193,18 @@ def test_a_long_tool_result_is_cut_with_an_expander_for_the_rest() -> None:
     entry = {"type": "message", "id": "a", "message": {"role": "toolResult", "toolName": "bash", "isError": True,
              "content": [{"type": "text", "text": "x" * 5000}]}}
     page = export.page("t", [export.Item(entry)], tree=False)
-    assert "show all 5,000 characters" in page and 'class="result error"' in page
+    assert "show the other 3,800 of 5,000 characters" in page and 'class="result error"' in page
+    assert page.count("x") - export.page("t", [], tree=False).count("x") == 5000  # each character once
+
+
+def test_a_long_tool_result_is_cut_at_a_line_end() -> None:
+    text = "".join(f"line {n:04}\n" for n in range(500))
+    entry = {"type": "message", "id": "a", "message": {"role": "toolResult", "toolName": "read",
+             "content": [{"type": "text", "text": text}]}}
+    page = export.page("t", [export.Item(entry)], tree=False)
+    head = page[page.index("<pre><code>") + len("<pre><code>") : page.index("</code></pre>")]
+    assert head.endswith("line 0119\n") and text.startswith(head)
+    assert f"show the other {len(text) - len(head):,} of {len(text):,} characters" in page
 
 
 def test_an_unknown_leaf_is_an_error(service: SessionService) -> None:

@@ -14,7 +14,7 @@ Layers, lowest first; a module may import its own layer and those below it:
   not listed below;
 - rpc/: JSON-RPC framing and dispatch, knowing nothing of the methods;
 - protocol: the wire types, built on the domain's own types;
-- the service (service, open_session, summaries): its methods take and return the protocol's
+- the service (service, open_session, summaries, export_input): its methods take and return the protocol's
   params and results;
 - the adapters: the daemon's handlers (server, client_summary, watch), and the front ends (client,
   cli, cli_store, output, render, schema, __main__).
@@ -31,7 +31,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "server" / "sessiontree"
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("rpc", frozenset({"sessiontree.rpc"})),
     ("protocol", frozenset({"sessiontree.protocol"})),
-    ("service", frozenset({"sessiontree.service", "sessiontree.open_session", "sessiontree.summaries"})),
+    ("service", frozenset({"sessiontree.service", "sessiontree.open_session", "sessiontree.summaries",
+                           "sessiontree.export_input"})),
     (
         "adapters",
         frozenset(
