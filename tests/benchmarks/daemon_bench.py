@@ -8,7 +8,6 @@ rounds); fast ones run once to warm up, then `reps` times.
 
 from __future__ import annotations
 
-import gc
 import shutil
 import subprocess
 import sys
@@ -265,8 +264,7 @@ TURNS = 20  # timed turns of each kind per round: a turn is short, its median ne
 def _turns(bench: Round, session: dict[str, Any], payload: int) -> None:
     """The agent's turn, as pi_bench.mjs times it: three appends, then the next request's context.
     With deltas the last append answers with the new messages, which the client adds to those it
-    holds (decoding included); without them (turn_whole) a session/context brings all of them.
-    The client's garbage is collected before each turn, untimed, as pi_bench.mjs does."""
+    holds (decoding included); without them (turn_whole) a session/context brings all of them."""
     daemon = bench.daemon
     held = daemon.request("session/context", session)
     messages, cursor = held["messages"], held["cursor"]
@@ -276,7 +274,6 @@ def _turns(bench: Round, session: dict[str, Any], payload: int) -> None:
         for turn in range(TURNS + 1):  # the first of each kind warms up
             user, assistant, result = turn_entries(payload, n)
             n += 3
-            gc.collect()
             start = time.perf_counter()
             daemon.request("session/append", {**session, "entry": user})
             daemon.request("session/append", {**session, "entry": assistant})
