@@ -180,3 +180,14 @@ async def test_since_of_the_wrong_type_is_invalid_params(daemons: Any) -> None:
     with pytest.raises(Exception) as raised:
         await a.call("session/context", {"sessionId": sid, "since": 7})
     assert getattr(raised.value, "code", None) == -32602 and "since" in str(raised.value)
+
+
+async def test_the_first_turn_of_a_new_session_is_a_delta_from_the_empty_context(daemons: Any) -> None:
+    a, _, _ = daemons
+    sid = (await a.create(p.CreateParams(cwd="/work/new"))).session_id
+    held = HeldContext(sid)
+    assert (await a.held_context(held)).messages == []
+    first = await a.append(p.AppendParams(sid, entry=user_entry("first"), context=held.ask()))
+    assert first.context is not None and first.context.reset is False
+    assert [m["content"] for m in held.take(first.context).messages] == ["first"]
+    assert held.messages == (await a.context(p.ContextParams(sid))).messages

@@ -517,7 +517,7 @@ class ContextCache:
     def extend(self, node: Node, entry: dict[str, Any]) -> None:
         """`node` was appended; if it continues the cached leaf, fold it in without a walk."""
         context = self.context
-        if context is None or node.parent_id != context.leaf_id or context.leaf_id is None:
+        if context is None or node.parent_id != context.leaf_id:  # a new root continues the empty context
             return
         if node.type in _REBUILDS:
             self.clear()
