@@ -4,6 +4,10 @@
         opened = await client.open(OpenParams(path=str(file)))
         tree = await client.tree(TreeParams(session_id=opened.session_id))
 
+A `HeldContext` keeps a session's context on this side: `held_context` and `append_held` then
+ask only for the messages added since the last answer (`since`/`cursor`), and hand back the
+whole context all the same.
+
 `SyncSessionTreeClient` offers the same methods without `await`; its notifications are
 delivered while a call is in progress. Errors come back as `SessionTreeError`s: the domain's
 own classes for their codes (`except LeafConflict:` works), `RpcError` for the rest.
@@ -19,6 +23,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
+
+import attrs
 
 from . import jsonfmt, protocol
 from .errors import ALL_ERRORS, SessionTreeError
@@ -73,6 +79,39 @@ def server_command(sessions_dir: Path | None = None, *extra: str) -> list[str]:
     if sessions_dir is not None:
         command += ["--sessions-dir", str(sessions_dir)]
     return command + list(extra)
+
+
+class HeldContext:
+    """One session's context as the client last read it, brought up to date by deltas.
+
+    The daemon sends, after a `since` cursor, only the messages that followed it, or all of
+    them with `reset: true` when the context changed otherwise (see protocol.md). Reads of one
+    `HeldContext` go one at a time: two deltas after the same cursor cannot both apply."""
+
+    def __init__(self, session_id: str, format: protocol.ContextFormat = "agent", tokens: bool | None = None) -> None:
+        self.session_id = session_id
+        self.format: protocol.ContextFormat = format
+        self.tokens = tokens
+        self.messages: list[Any] = []
+        self.cursor: str | None = None
+        self.lock = asyncio.Lock()
+
+    def request(self) -> protocol.ContextParams:
+        """`session/context` params asking for what is new since the last answer."""
+        return protocol.ContextParams(self.session_id, format=self.format, tokens=self.tokens, since=self.cursor)
+
+    def ask(self) -> protocol.AppendContext:
+        """The `context` of `session/append` params, to the same effect."""
+        return protocol.AppendContext(since=self.cursor, format=self.format, tokens=self.tokens)
+
+    def take(self, result: protocol.ContextResult) -> protocol.ContextResult:
+        """Fold an answer in; the answer, with the whole context as its messages."""
+        if result.reset is False:
+            self.messages.extend(result.messages)
+        else:  # all of them: asked without a cursor, or the context changed under it
+            self.messages = list(result.messages)
+        self.cursor = result.cursor
+        return attrs.evolve(result, messages=list(self.messages), reset=None)
 
 
 class _DaemonLink(Endpoint):
@@ -260,6 +299,19 @@ class SessionTreeClient:
     async def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
         return await self._call("session/context", params, protocol.ContextResult)
 
+    async def held_context(self, held: HeldContext) -> protocol.ContextResult:
+        """`session/context` at the session's leaf for `held`: only the new messages travel."""
+        async with held.lock:
+            return held.take(await self.context(held.request()))
+
+    async def append_held(self, params: protocol.AppendParams, held: HeldContext) -> protocol.AppendResult:
+        """`session/append` whose answer also brings `held` up to date (its `context` is the whole)."""
+        async with held.lock:
+            result = await self.append(attrs.evolve(params, context=held.ask()))
+            if result.context is not None:
+                result.context = held.take(result.context)
+            return result
+
     async def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         return await self._call("session/tree", params, protocol.TreeResult)
 
@@ -382,6 +434,12 @@ class SyncSessionTreeClient:
 
     def context(self, params: protocol.ContextParams) -> protocol.ContextResult:
         return self._run(self.client.context(params))
+
+    def held_context(self, held: HeldContext) -> protocol.ContextResult:
+        return self._run(self.client.held_context(held))
+
+    def append_held(self, params: protocol.AppendParams, held: HeldContext) -> protocol.AppendResult:
+        return self._run(self.client.append_held(params, held))
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         return self._run(self.client.tree(params))

@@ -94,6 +94,16 @@ class AppendParams:
     expected_leaf_id: MaybeId = UNSET
     context_window: int | None = None
     settings: CompactionSettings | None = None
+    context: AppendContext | None = None  # answer with the context after the append, too
+
+
+@attrs.define
+class AppendContext:
+    """What `session/append` is to answer of the context at the new leaf (see `ContextParams`)."""
+
+    since: str | None = None
+    format: ContextFormat = "agent"
+    tokens: bool | None = None
 
 
 @attrs.define
@@ -104,6 +114,7 @@ class ContextParams:
     tokens: bool | None = None
     context_window: int | None = None
     settings: CompactionSettings | None = None
+    since: str | None = None  # a cursor of an earlier answer: only the messages after it
 
 
 @attrs.define
@@ -392,6 +403,7 @@ class AppendResult:
     appended: list[AppendedEntry] | None = None
     compaction: CompactionAdvice | None = None
     warnings: list[FileWarning] | None = None  # what the write did to another program's line (fenced it)
+    context: ContextResult | None = None  # asked for with `context` in the params
 
 
 @attrs.define
@@ -413,6 +425,8 @@ class ContextResult:
     warnings: list[FileWarning] = attrs.Factory(list)
     tokens: ContextTokens | None = None
     compaction: CompactionAdvice | None = None
+    cursor: str | None = None  # always sent: `since` of a later request
+    reset: bool | None = None  # with `since`: true when `messages` are all of them, false when those after it
 
 
 @attrs.define

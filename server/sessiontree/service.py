@@ -48,7 +48,7 @@ from .store import (
     Durability,
     Session,
 )
-from .tree import build_context, convert_to_llm, walk_path
+from .tree import Context, ContextCache, build_context, convert_to_llm, uncached_cursor, walk_path
 from .tree.folded import FoldedTree, Row, row_of
 from .tree.fork import branched_plan, whole_plan
 from .unset import UNSET
@@ -261,6 +261,11 @@ class SessionService:
         if window:
             settings = params.settings or opened.compaction_settings
             result.compaction = summaries.advice(opened, summaries.context_at(opened, result.leaf_id), window, settings)
+        if params.context is not None:  # the next request's context, in the same answer
+            asked = params.context
+            result.context = self.context(
+                protocol.ContextParams(params.session_id, format=asked.format, tokens=asked.tokens, since=asked.since)
+            )
         return result
 
     def append_many(self, requests: builtins.list[protocol.AppendParams]) -> builtins.list[AppendResult | SessionTreeError]:
@@ -270,10 +275,10 @@ class SessionService:
         outcomes: builtins.list[AppendResult | SessionTreeError] = []
         run: builtins.list[protocol.AppendParams] = []
         for params in requests:
-            if run and (params.session_id != run[0].session_id or self._advises(params)):
+            if run and (params.session_id != run[0].session_id or self._advises(params) or params.context is not None):
                 outcomes += self._append_run(run)
                 run = []
-            if self._advises(params):  # the advice reads the context at its own leaf: alone
+            if self._advises(params) or params.context is not None:  # reads the context at its own leaf: alone
                 try:
                     outcomes.append(self.append(params))
                 except SessionTreeError as exc:
@@ -424,11 +429,11 @@ class SessionService:
             context = build_context(session.index, leaf, session.entry, session.messages_or_entries)
             if leaf == session.index.leaf_id:
                 cache.put(context)
-        if params.format == "llm":
-            messages: list[Any] = convert_to_llm(context.messages)
-        else:
-            messages = cache.messages_for_wire() if cache.context is context else list(context.messages)
+        messages, cursor, held = self._context_messages(cache, context, params)
         result = protocol.ContextResult(messages, context.thinking_level, context.model, leaf, list(context.warnings))
+        result.cursor = cursor
+        if params.since is not None:
+            result.reset = held is None
         window = params.context_window or opened.context_window
         if params.tokens or window:
             result.tokens = summaries.context_tokens(context.messages)
@@ -436,6 +441,27 @@ class SessionService:
             settings = params.settings or opened.compaction_settings
             result.compaction = summaries.advice(opened, context, window, settings)
         return result
+
+    @staticmethod
+    def _context_messages(
+        cache: ContextCache, context: Context, params: protocol.ContextParams
+    ) -> tuple[builtins.list[Any], str, int | None]:
+        """The messages to send, the answer's cursor, and how many the client holds already
+        (None: it is sent all of them). A delta comes only from the cached context, which
+        changes only at its end while its cursor holds (see `ContextCache`)."""
+        cached = cache.context is context
+        held = cache.held(params.since, params.format) if cached and params.since is not None else None
+        if held is not None:
+            after = cache.messages_after(held)
+            if params.format == "llm":
+                after = convert_to_llm([item.value if type(item) is jsonfmt.RawJson else item for item in after])
+            return after, cache.cursor(params.format), held
+        if params.format == "llm":
+            messages: builtins.list[Any] = convert_to_llm(context.messages)
+        else:
+            messages = cache.messages_for_wire() if cached else builtins.list(context.messages)
+        cursor = cache.cursor(params.format) if cached else uncached_cursor(len(context.messages), params.format)
+        return messages, cursor, None
 
     def tree(self, params: protocol.TreeParams) -> protocol.TreeResult:
         opened = self._synced(params.session_id)

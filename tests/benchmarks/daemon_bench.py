@@ -199,6 +199,7 @@ def session_round(root: Path, file: Path, reps: int, sequential: int, pipelined:
         daemon.request("session/close", session)
         bench.once("reopen", lambda: daemon.request("session/open", {"path": str(file)}))
         _after_append(bench, session, reps, payload)
+        _turns(bench, session, payload)
         _appends(bench, session, sequential, pipelined, payload)
         return {"ops": bench.ops, "peakMb": daemon.peak_mb()}
     finally:
@@ -238,6 +239,57 @@ def _after_append(bench: Round, session: dict[str, Any], reps: int, payload: int
     bench.record("context_after_append_daemon", inside)
     # The floor of any round trip: a request with a tiny answer.
     bench.repeated("roundtrip_floor", lambda: daemon.request("session/info", session))
+
+
+def turn_entries(payload: int, n: int) -> list[dict[str, Any]]:
+    """The turn pi_bench.mjs appends: the user's message, the reply with a tool call, its result."""
+    user = message(payload, n)
+    text = user["message"]["content"][0]["text"]
+    call = {"type": "toolCall", "id": f"call-{n}", "name": "read", "arguments": {"path": f"src/file{n}.ts"}}
+    assistant = {
+        "role": "assistant", "content": [{"type": "text", "text": text}, call], "api": "anthropic-messages",
+        "provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "toolUse", "timestamp": 1767225600000 + n + 1,
+        "usage": {"input": 1000, "output": 250, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1250},
+    }  # fmt: skip
+    result = {
+        "role": "toolResult", "toolCallId": call["id"], "toolName": "read", "content": [{"type": "text", "text": text}],
+        "isError": False, "timestamp": 1767225600000 + n + 2,
+    }  # fmt: skip
+    return [user, {"type": "message", "message": assistant}, {"type": "message", "message": result}]
+
+
+TURNS = 20  # timed turns of each kind per round: a turn is short, its median needs samples
+
+
+def _turns(bench: Round, session: dict[str, Any], payload: int) -> None:
+    """The agent's turn, as pi_bench.mjs times it: three appends, then the next request's context.
+    With deltas the last append answers with the new messages, which the client adds to those it
+    holds (decoding included); without them (turn_whole) a session/context brings all of them."""
+    daemon = bench.daemon
+    held = daemon.request("session/context", session)
+    messages, cursor = held["messages"], held["cursor"]
+    times: dict[bool, list[float]] = {True: [], False: []}
+    n = 10_000_000
+    for deltas in (True, False):
+        for turn in range(TURNS + 1):  # the first of each kind warms up
+            user, assistant, result = turn_entries(payload, n)
+            n += 3
+            start = time.perf_counter()
+            daemon.request("session/append", {**session, "entry": user})
+            daemon.request("session/append", {**session, "entry": assistant})
+            if deltas:
+                answer = daemon.request("session/append", {**session, "entry": result, "context": {"since": cursor}})
+                delta = answer["context"]
+                messages = [*messages, *delta["messages"]] if delta.get("reset") is False else delta["messages"]
+                cursor = delta["cursor"]
+            else:  # a client that ignores deltas: the whole context, after the three appends
+                daemon.request("session/append", {**session, "entry": result})
+                messages = daemon.request("session/context", session)["messages"]
+            if turn:
+                times[deltas].append((time.perf_counter() - start) * 1000)
+    assert len(messages) == len(daemon.request("session/context", session)["messages"])
+    bench.record("turn", times[True])
+    bench.record("turn_whole", times[False])
 
 
 def _answered_ms(trace: str) -> float:

@@ -20,6 +20,7 @@ const { SessionManager } = await import(pathToFileURL(join(PI_DIR, "dist", "core
 const config = JSON.parse(process.argv[2]);
 const skip = new Set(config.skip ?? []); // operations too slow to repeat at this size
 const ops = {};
+const TURNS = 20; // timed turns per round, as daemon_bench.py: a turn is short, its median needs samples
 
 function peakMb() {
   return process.resourceUsage().maxRSS / 1024; // maxRSS is in KiB
@@ -52,6 +53,22 @@ async function repeated(op, fn, reps, firstOp) {
 function message(payload, n) {
   const text = `message ${n} `.padEnd(payload, "lorem ipsum dolor sit amet ");
   return { role: "user", content: [{ type: "text", text }], timestamp: 1767225600000 + n };
+}
+
+/** A turn as an agent appends it: the user's message, the reply with a tool call, its result. */
+function turnMessages(payload, n) {
+  const user = message(payload, n);
+  const call = { type: "toolCall", id: `call-${n}`, name: "read", arguments: { path: `src/file${n}.ts` } };
+  const assistant = {
+    role: "assistant", content: [{ type: "text", text: user.content[0].text }, call], api: "anthropic-messages",
+    provider: "anthropic", model: "claude-sonnet-4-5", stopReason: "toolUse", timestamp: 1767225600000 + n + 1,
+    usage: { input: 1000, output: 250, cacheRead: 0, cacheWrite: 0, totalTokens: 1250 },
+  };
+  const result = {
+    role: "toolResult", toolCallId: call.id, toolName: "read", content: [{ type: "text", text: user.content[0].text }],
+    isError: false, timestamp: 1767225600000 + n + 2,
+  };
+  return [user, assistant, result];
 }
 
 /** createBranchedSession switches the manager to the new file: put the old session back. */
@@ -89,6 +106,19 @@ async function sessionRound() {
     afterAppend.push(await timeOnce(() => sm.buildSessionContext()));
   }
   record("context_after_append", afterAppend);
+
+  // The agent's turn: its three messages appended, then the context of the next model request.
+  const turns = [];
+  for (let i = 0; i <= TURNS; i++) {
+    const turn = turnMessages(config.payload, n);
+    n += 3;
+    const ms = await timeOnce(() => {
+      for (const m of turn) sm.appendMessage(m);
+      return sm.buildSessionContext();
+    });
+    if (i) turns.push(ms); // the first one warms up
+  }
+  record("turn", turns);
 
   const batch = (count) => Array.from({ length: count }, () => message(config.payload, n++));
   const sequential = batch(config.sequential);

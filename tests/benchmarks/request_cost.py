@@ -12,6 +12,9 @@ and sends the next. Each row gives the time per round trip and the CPU time (use
 - `session/info`: the daemon's cheapest request (a few microseconds of work in the service);
 - `session/append`: a 1 KB user message, as `make bench`'s sequential appends send it.
 
+The daemon's rows come once per event loop: asyncio's own, and uvloop's when it is installed
+(the daemon uses it then; SESSIONTREE_EVENT_LOOP=asyncio turns it off).
+
 One request at a time, the two processes never run together: a round trip is at least the sum of
 both sides' CPU time, and a rate of 10,000 per second needs both under 100 us together.
 """
@@ -19,6 +22,7 @@ both sides' CPU time, and a rate of 10,000 per second needs both under 100 us to
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -44,8 +48,10 @@ APPEND = {"type": "message", "message": {"role": "user", "content": "x" * 1000, 
 
 
 class Peer:
-    def __init__(self, command: list[str]) -> None:
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO, env=env
+        )
         self.ids = 0
 
     def call(self, method: str, params: object) -> dict:
@@ -82,8 +88,9 @@ def measure(peer: Peer, call: Callable[[], object], requests: int) -> tuple[floa
     return elapsed / requests, (peer.cpu_seconds() - peer_before) / requests, (time.process_time() - mine_before) / requests
 
 
-def daemon(root: Path) -> tuple[Peer, str]:
-    peer = Peer([sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root)])
+def daemon(root: Path, loop: str) -> tuple[Peer, str]:
+    env = {**os.environ, "SESSIONTREE_EVENT_LOOP": loop}
+    peer = Peer([sys.executable, "-m", "sessiontree", "serve", "--sessions-dir", str(root)], env)
     peer.call("initialize", {"processId": None, "capabilities": {}})
     (root / "p").mkdir(exist_ok=True)
     created = peer.call("session/create", {"cwd": "/w", "path": str(root / "p" / f"{time.monotonic_ns()}.jsonl")})
@@ -96,18 +103,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="sessiontree-request-cost-"))
-    rows: dict[str, list[tuple[float, float, float]]] = {"echo": [], "session/info": [], "session/append (1 KB)": []}
+    loops = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
+    rows: dict[str, list[tuple[float, float, float]]] = {"echo": []}
     try:
         for _ in range(args.runs):
             echo = Peer([sys.executable, "-c", ECHO])
             rows["echo"].append(measure(echo, lambda echo=echo: echo.call("echo", {}), args.requests))
             echo.close()
-            peer, sid = daemon(root)
-            rows["session/info"].append(measure(peer, lambda peer=peer, sid=sid: peer.call("session/info", {"sessionId": sid}), args.requests))
-            rows["session/append (1 KB)"].append(
-                measure(peer, lambda peer=peer, sid=sid: peer.call("session/append", {"sessionId": sid, "entry": APPEND}), args.requests)
-            )
-            peer.close()
+            for loop in loops:
+                peer, sid = daemon(root, loop)
+                info = lambda peer=peer, sid=sid: peer.call("session/info", {"sessionId": sid})  # noqa: E731
+                append = lambda peer=peer, sid=sid: peer.call("session/append", {"sessionId": sid, "entry": APPEND})  # noqa: E731
+                rows.setdefault(f"session/info ({loop})", []).append(measure(peer, info, args.requests))
+                rows.setdefault(f"session/append (1 KB, {loop})", []).append(measure(peer, append, args.requests))
+                peer.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"{args.requests:,} requests one at a time, medians of {args.runs} runs; load average {os.getloadavg()[0]:.1f}")

@@ -66,6 +66,8 @@ def target_for(op: str, size: int) -> Target | None:
         return Target("≤1/20", _ratio(1 / 20))
     if op == "context_after_append_daemon":
         return Target("<1 ms", lambda _p, ours, _pm, _om: ours < 1)
+    if op == "turn":
+        return Target("≤1", _ratio(1))
     if op in ("tree", "tree_first"):
         return Target("≤1", _ratio(1))
     if op == "fork":
@@ -87,6 +89,8 @@ OPS = [
     "context",
     "context_after_append",
     "context_after_append_daemon",
+    "turn",
+    "turn_whole",
     "tree_first",
     "tree",
     "path",
@@ -102,6 +106,8 @@ LABELS = {
     "context": "context at leaf (again)",
     "context_after_append": "context after append",
     "context_after_append_daemon": "  the same, in the daemon",
+    "turn": "agent turn: 3 appends + context",
+    "turn_whole": "  the same, whole context (no since)",
     "tree_first": "tree (first)",
     "tree": "tree (again)",
     "path": "path root..leaf",

@@ -464,8 +464,10 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/close", "session/open", {"path": created["path"]})  # back again, same id
     call("session/info", "session/info", {"sessionId": sid})
     call("session/list", "session/list", {"cwd": DOC_CWD})
-    first = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello")})["id"]
+    appended = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello"), "context": {}})
+    first = appended["id"]
     call("session/context", "session/context", {"sessionId": sid})
+    call("session/context", "session/context", {"sessionId": sid, "since": appended["context"]["cursor"]})
     call("session/tree", "session/tree", {"sessionId": sid})
     call("session/treeView", "session/treeView", {"sessionId": sid, "limit": 50})
     call("session/export", "session/export", {"sessionId": sid, "format": "markdown"})

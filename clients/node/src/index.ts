@@ -1,5 +1,6 @@
 export * from "./protocol";
 export { SessionTreeClient } from "./client";
+export { HeldContext, type HeldResult } from "./held";
 export type {
   Cancellation,
   ClientOptions,

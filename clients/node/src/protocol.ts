@@ -4,6 +4,13 @@
 export const PROTOCOL_VERSION = "1.0";
 export const FORMAT_VERSION = 3;
 
+/** What `session/append` is to answer of the context at the new leaf (see `ContextParams`). */
+export interface AppendContext {
+  since?: string | null;
+  format?: "agent" | "llm";
+  tokens?: boolean | null;
+}
+
 export interface AppendParams {
   sessionId: string;
   entry?: { [key: string]: unknown } | null;
@@ -14,6 +21,7 @@ export interface AppendParams {
   expectedLeafId?: string | null;
   contextWindow?: number | null;
   settings?: CompactionSettings | null;
+  context?: AppendContext | null;
 }
 
 export interface AppendResult {
@@ -24,6 +32,7 @@ export interface AppendResult {
   appended?: AppendedEntry[];
   compaction?: CompactionAdvice;
   warnings?: Warning[];
+  context?: ContextResult;
 }
 
 export interface AppendedEntry {
@@ -124,6 +133,7 @@ export interface ContextParams {
   tokens?: boolean | null;
   contextWindow?: number | null;
   settings?: CompactionSettings | null;
+  since?: string | null;
 }
 
 /** What a context edit puts in place of its target's content: a string or content blocks. */
@@ -139,6 +149,8 @@ export interface ContextResult {
   warnings: Warning[];
   tokens?: ContextTokens;
   compaction?: CompactionAdvice;
+  cursor?: string;
+  reset?: boolean;
 }
 
 /** pi's estimateContextTokens: the last assistant usage plus estimates of what follows it. */

@@ -8,6 +8,7 @@ from .projection import (
     build_context,
     convert_to_llm,
     project_entries,
+    uncached_cursor,
     walk_path,
 )
 from .tree import flat_tree
@@ -21,5 +22,6 @@ __all__ = [
     "convert_to_llm",
     "flat_tree",
     "project_entries",
+    "uncached_cursor",
     "walk_path",
 ]

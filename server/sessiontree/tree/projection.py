@@ -13,6 +13,9 @@ context" loop does not walk the path again.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import secrets
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -426,11 +429,35 @@ def _projected(
     return ProjectedEntry(node, entry, messages)
 
 
+# A cursor names a prefix of one cached context: "<generation>.<count>.<format>.<check>". The
+# generation is the cached context's, drawn anew (from one counter for all sessions) whenever the
+# cache is filled or emptied, so it only names a context that has since grown by appends; the
+# check, keyed with this process's secret, turns away cursors made up or altered by a client, or
+# given by an earlier daemon.
+_KEY: Final = secrets.token_bytes(16)
+_GENERATIONS = itertools.count(1)
+_FORMATS: Final = {"agent": "a", "llm": "l"}
+
+
+def _cursor(generation: int, count: int, format: str) -> str:
+    named = f"{generation}.{count}.{_FORMATS[format]}"
+    return f"{named}.{hashlib.blake2b(named.encode(), key=_KEY, digest_size=4).hexdigest()}"
+
+
+def uncached_cursor(count: int, format: str) -> str:
+    """A cursor for a context that is not cached (another leaf's): it will only ever reset."""
+    return _cursor(next(_GENERATIONS), count, format)
+
+
 class ContextCache:
-    """The context of one leaf, kept up to date while entries are appended below it."""
+    """The context of one leaf, kept up to date while entries are appended below it.
+
+    While its generation stays the same the context only grows at its end, so a client holding
+    its first `count` messages can be sent the rest alone (`cursor`, `held`)."""
 
     def __init__(self) -> None:
         self.context: Context | None = None
+        self.generation = next(_GENERATIONS)
         self._encoded = 0  # messages whose JSON is in `_wire`
         self._wire = bytearray(b"[")  # the JSON array of those messages, without its closing "]"
 
@@ -441,6 +468,29 @@ class ContextCache:
     def put(self, context: Context) -> None:
         self.context = context
         self._forget_wire()
+
+    def cursor(self, format: str) -> str:
+        """The cursor of the cached context as it is now, for answers in `format`."""
+        assert self.context is not None
+        return _cursor(self.generation, len(self.context.wire_items()), format)
+
+    def held(self, cursor: str, format: str) -> int | None:
+        """How many of the cached context's messages the holder of `cursor` has, or None when
+        the cursor does not name a prefix of it (another context, a changed one, another format,
+        another daemon, or not a cursor at all): that holder must be sent everything."""
+        context = self.context
+        parts = cursor.split(".")
+        if context is None or len(parts) != 4 or parts[0] != str(self.generation):
+            return None
+        count = parts[1]
+        if not (count.isascii() and count.isdigit() and len(count) < 19) or cursor != _cursor(self.generation, int(count), format):
+            return None
+        return int(count) if int(count) <= len(context.wire_items()) else None
+
+    def messages_after(self, count: int) -> list[Any]:
+        """The cached context's messages after its first `count`, as they go to the wire."""
+        assert self.context is not None
+        return self.context.wire_items()[count:]
 
     def messages_for_wire(self) -> jsonfmt.JsonList:
         """The cached context's messages, with their JSON: each message is encoded once, so an
@@ -460,13 +510,14 @@ class ContextCache:
         return jsonfmt.JsonList(messages, text)
 
     def _forget_wire(self) -> None:
+        self.generation = next(_GENERATIONS)  # the messages may differ from here on
         self._encoded = 0
         self._wire = bytearray(b"[")
 
     def extend(self, node: Node, entry: dict[str, Any]) -> None:
         """`node` was appended; if it continues the cached leaf, fold it in without a walk."""
         context = self.context
-        if context is None or node.parent_id != context.leaf_id or context.leaf_id is None:
+        if context is None or node.parent_id != context.leaf_id:  # a new root continues the empty context
             return
         if node.type in _REBUILDS:
             self.clear()
