@@ -329,6 +329,8 @@ def errors(d: Driver, root: Path) -> None:
     d.error("session/create", {"cwd": CWD, "id": "errors-demo"}, -32016)
     d.error("session/create", {"cwd": "/work/dangling"}, -32013)  # its directory is a symlink: never followed
     d.error("session/create", {"cwd": "/work/blocked"}, -32017)  # a file stands where its directory goes
+    bom = d.result("session/open", {"path": "--work-bom--/bom.jsonl"})["sessionId"]  # pi does not open it
+    d.error("session/append", {"sessionId": bom, "entry": user("not written")}, -32024)
     assert d.stop() == 0
 
 
@@ -369,6 +371,8 @@ SEEDS: dict[str, dict[str, str | Symlink]] = {
         "notes.jsonl": '{"hello":"world"}\n',
         "--work-dangling--": Symlink("nowhere"),
         "--work-blocked--": "a file where a directory should be\n",
+        "--work-bom--/bom.jsonl": "\ufeff"
+        + '{"type":"session","version":3,"id":"bom-demo","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work/bom"}\n',
     },
     "open-warnings": {"--work-demo--/damaged.jsonl": _DAMAGED},
 }
@@ -425,7 +429,7 @@ def _write_seed(path: Path, content: str | Symlink) -> None:
     if isinstance(content, Symlink):
         path.symlink_to(content.target)
     else:
-        path.write_text(content)
+        path.write_text(content, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- protocol.md's examples
