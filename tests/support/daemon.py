@@ -21,6 +21,9 @@ from typing import Any
 import orjson
 
 ANSWER_TIMEOUT = 2.0
+# The first answer also waits for the interpreter to start and import the daemon: on a loaded
+# machine that alone takes seconds, so start-up has its own, wider bound.
+STARTUP_TIMEOUT = 60.0
 PROBE_ID = "probe"
 PROBE = {"jsonrpc": "2.0", "id": PROBE_ID, "method": "session/info", "params": {"sessionId": "no-such-session"}}
 SESSION_NOT_FOUND = -32010
@@ -147,10 +150,10 @@ class RawDaemon:
             raise item
         return item
 
-    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+    def call(self, message: dict[str, Any], timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
         """Send a request; return its response (notifications before it are skipped)."""
         self.send_message(message)
-        while "id" not in (response := self.next()) or "method" in response:
+        while "id" not in (response := self.next(timeout)) or "method" in response:
             pass
         assert response["id"] == message["id"], response
         return response
@@ -159,7 +162,7 @@ class RawDaemon:
         params: dict[str, Any] = {"processId": None, "capabilities": {}}
         if options is not None:
             params["initializationOptions"] = options
-        response = self.call(request(0, "initialize", params))
+        response = self.call(request(0, "initialize", params), STARTUP_TIMEOUT)
         assert "result" in response, response
         self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return response["result"]
