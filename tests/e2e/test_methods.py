@@ -264,15 +264,24 @@ async def _summary_failed(client: LanguageClient, root: Path) -> JsonRpcExceptio
 
 async def _store_unavailable(client: LanguageClient, root: Path) -> JsonRpcException:
     """A daemon of its own, named a store no server listens for: `initialize` says so."""
-    from support.daemon import RawDaemon, request
+    from support.daemon import STARTUP_TIMEOUT, RawDaemon, request
 
     daemon = RawDaemon("--sessions-dir", str(root), "--store", f"postgresql://agent:s3cret-pw@/sessions?host={root}/no-server")
     try:
-        error = daemon.call(request(0, "initialize", {"processId": None, "capabilities": {}}))["error"]
+        initialize = request(0, "initialize", {"processId": None, "capabilities": {}})
+        error = daemon.call(initialize, STARTUP_TIMEOUT)["error"]
     finally:
         daemon.kill()
     assert "s3cret" not in error["message"] and "s3cret" not in str(error["data"])
     return JsonRpcException.from_error(types.ResponseError(code=error["code"], message=error["message"], data=error["data"]))
+
+
+async def _read_only_session(client: LanguageClient, root: Path) -> JsonRpcException:
+    """A file that starts with a byte order mark: pi does not open it, so the daemon refuses appends."""
+    header = {"type": "session", "version": 3, "id": "bom-1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": CWD}
+    (root / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + orjson.dumps(header) + b"\n")
+    opened = await call(client, "session/open", {"path": str(root / "bom.jsonl")})
+    return await failure(client, "session/append", {"sessionId": opened["sessionId"], "entry": user_entry("a")})
 
 
 ERROR_CASES = {
@@ -291,6 +300,7 @@ ERROR_CASES = {
     "SummaryFailed": _summary_failed,
     "FileReplaced": _file_replaced,
     "StoreUnavailable": _store_unavailable,
+    "ReadOnlySession": _read_only_session,
 }
 
 
