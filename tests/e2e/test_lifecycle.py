@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from sessiontree.protocol import FORMAT_VERSION, METHODS, PROTOCOL_VERSION
-from support.daemon import RawDaemon, answered, frame, info, request
+from support.daemon import STARTUP_TIMEOUT, RawDaemon, answered, frame, info, request
 from support.messages import line, user
 from support.sessions import session_bytes
 
@@ -193,7 +193,7 @@ def test_exits_when_the_parent_process_is_gone(start_daemon: Callable[..., RawDa
     parent = subprocess.Popen([sys.executable, "-c", "pass"])
     parent.wait()
     daemon = start_daemon("--sessions-dir", str(sessions_dir))
-    daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}))
+    daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}), STARTUP_TIMEOUT)
     assert daemon.wait(timeout=6) == 1
     assert f"parent process {parent.pid} is gone" in daemon.stderr
 
