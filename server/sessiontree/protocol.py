@@ -227,6 +227,7 @@ class BranchParams:
     summary: str | None = None
     details: Any = None
     from_hook: bool | None = None
+    usage: JsonObject | None = None  # the summarising call's Usage, stored on the branch_summary
     expected_leaf_id: MaybeId = UNSET
 
 

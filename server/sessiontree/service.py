@@ -369,6 +369,8 @@ class SessionService:
         }
         if params.details is not None:
             entry["details"] = params.details
+        if params.usage is not None:
+            entry["usage"] = params.usage
         if params.from_hook is not None:
             entry["fromHook"] = params.from_hook
         result = self._append(opened, [entry], params.entry_id, params.expected_leaf_id)

@@ -404,6 +404,8 @@ class Builder:
             op["details"] = {"readFiles": ["x.ts"], "modifiedFiles": ["y.ts"]}
         if self.rng.random() < 0.3:
             op["fromHook"] = True
+        if not self.legacy and self.rng.random() < 0.5:
+            op["usage"] = usage_of(self.rng)  # pi 1.x: what the summary cost (session/branch's usage)
         return self._append(op, "branch_summary")
 
     def create(self, cwd: str = CWD) -> None:

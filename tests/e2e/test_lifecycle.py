@@ -194,8 +194,8 @@ def test_exits_when_the_parent_process_is_gone(start_daemon: Callable[..., RawDa
     parent = subprocess.Popen([sys.executable, "-c", "pass"])
     parent.wait()
     daemon = start_daemon("--sessions-dir", str(sessions_dir))
-    daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}))
-    assert daemon.wait() == 1
+    daemon.call(request(0, "initialize", {"processId": parent.pid, "capabilities": {}}), STARTUP_TIMEOUT)
+    assert daemon.wait(timeout=6) == 1
     assert f"parent process {parent.pid} is gone" in daemon.stderr
 
 

@@ -265,11 +265,12 @@ async def _summary_failed(client: LanguageClient, root: Path) -> JsonRpcExceptio
 
 async def _store_unavailable(client: LanguageClient, root: Path) -> JsonRpcException:
     """A daemon of its own, named a store no server listens for: `initialize` says so."""
-    from support.daemon import RawDaemon, request
+    from support.daemon import STARTUP_TIMEOUT, RawDaemon, request
 
     daemon = RawDaemon("--sessions-dir", str(root), "--store", f"postgresql://agent:s3cret-pw@/sessions?host={root}/no-server")
     try:
-        error = daemon.call(request(0, "initialize", {"processId": None, "capabilities": {}}))["error"]
+        initialize = request(0, "initialize", {"processId": None, "capabilities": {}})
+        error = daemon.call(initialize, STARTUP_TIMEOUT)["error"]
     finally:
         daemon.kill()
     assert "s3cret" not in error["message"] and "s3cret" not in str(error["data"])

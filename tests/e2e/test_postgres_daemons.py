@@ -22,7 +22,7 @@ import orjson
 import psycopg
 import pytest
 
-from support.daemon import RawDaemon, request
+from support.daemon import STARTUP_TIMEOUT, RawDaemon, request
 from support.messages import user_entry
 from support.postgres import Cluster, running_cluster
 from support.timeouts import ANSWER_TIMEOUT, EVENT_TIMEOUT
@@ -527,7 +527,7 @@ def test_initialize_with_an_unreachable_store(start_daemon: Start, sessions_dir:
     else:
         daemon = start_daemon("--sessions-dir", str(sessions_dir))
         params["initializationOptions"] = {"store": dsn}
-    answer = daemon.call(request(0, "initialize", params))
+    answer = daemon.call(request(0, "initialize", params), STARTUP_TIMEOUT)
     error = answer["error"]
     assert error["code"] == STORE_UNAVAILABLE, answer
     assert sorted(error["data"]["store"].split()) == ["dbname=sessions", f"host={nowhere}", "user=someone"]

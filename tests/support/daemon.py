@@ -158,10 +158,10 @@ class RawDaemon:
         wanted = ANSWER_TIMEOUT if timeout is None else timeout
         return wanted if self.started else max(wanted, STARTUP_TIMEOUT)
 
-    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+    def call(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send a request; return its response (notifications before it are skipped)."""
         self.send_message(message)
-        while "id" not in (response := self.next()) or "method" in response:
+        while "id" not in (response := self.next(timeout)) or "method" in response:
             pass
         assert response["id"] == message["id"], response
         return response
@@ -170,7 +170,7 @@ class RawDaemon:
         params: dict[str, Any] = {"processId": None, "capabilities": {}}
         if options is not None:
             params["initializationOptions"] = options
-        response = self.call(request(0, "initialize", params))
+        response = self.call(request(0, "initialize", params), STARTUP_TIMEOUT)
         assert "result" in response, response
         self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return response["result"]

@@ -17,8 +17,10 @@ def assert_indexed_alike(mine: Session, scan: Session) -> None:
     departs = [seq for seq in range(len(b)) if seq == 0 or b.parents[seq] != seq - 1]
     assert a.jumps() == b.jumps() == departs  # kept as entries arrive, or found after a sidecar load
     assert (a.labels, a.name, a.leaf_id, a.cursor, a.anchors_hold) == (b.labels, b.name, b.leaf_id, b.cursor, b.anchors_hold)
-    # An unfinished last line lies past what a sidecar covers: every open reports it afresh.
-    assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS | {"torn-tail"}]
+    # An unfinished last line lies past what a sidecar covers, and a byte order mark makes the file
+    # read-only whatever the index says: every open reports both afresh.
+    assert mine.warnings == [w for w in scan.warnings if w.kind in SCAN_WARNINGS | {"torn-tail", "read-only"}]
+    assert mine.read_only == scan.read_only
     assert (mine.end, mine._line_no) == (scan.end, scan._line_no)
     # each entry's anchor: the nearest thinking change, model setter and compaction on its path
     assert [a.anchors(seq) for seq in range(len(a))] == [b.anchors(seq) for seq in range(len(b))]

@@ -437,7 +437,7 @@ def _write_seed(path: Path, content: str | Symlink) -> None:
     if isinstance(content, Symlink):
         path.symlink_to(content.target)
     else:
-        path.write_text(content)
+        path.write_text(content, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- protocol.md's examples

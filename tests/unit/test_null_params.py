@@ -28,6 +28,8 @@ def _sample(kind: Any) -> Any:
         return typing.get_args(kind)[0]
     if kind in (str, str | None):
         return "x"
+    if type(None) in typing.get_args(kind):
+        return None  # a required field that takes null (`replacement` of session/editContext)
     raise AssertionError(f"no sample value for a required field of type {kind}: add one")
 
 

@@ -187,6 +187,23 @@ def test_branch_with_summary_appends_a_branch_summary_at_the_target(service: Ses
     assert service.entries(p.EntriesParams(sid, ids=[empty.summary_entry_id])).entries[0]["fromId"] == "root"
 
 
+def test_branch_with_summary_stores_its_usage(service: SessionService) -> None:
+    """pi 1.6's branchWithSummary takes the summarising call's usage and stores it on the entry,
+    between details and fromHook."""
+    sid = service.create(p.CreateParams(CWD)).session_id
+    first = _append(service, sid, _msg("user", "q1"))
+    _append(service, sid, _msg("assistant", "a1"))
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+             "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0, "cacheWrite": 0, "total": 0.3}}
+    params = p.parse_params("session/branch", {"sessionId": sid, "entryId": first.id, "summary": "s",
+                                               "details": {"k": 1}, "usage": usage, "fromHook": True})
+    result = service.branch(params)
+    entry = service.entries(p.EntriesParams(sid, ids=[result.summary_entry_id])).entries[0]
+    assert entry["usage"] == usage
+    assert list(entry)[4:] == ["fromId", "summary", "details", "usage", "fromHook"]
+    assert _lines(service.info(p.SessionParams(sid)).path)[-1]["usage"] == usage
+
+
 def test_labels_and_names(service: SessionService) -> None:
     sid = service.create(p.CreateParams(CWD)).session_id
     first = _append(service, sid, _msg("user", "q1"))

@@ -112,7 +112,8 @@ class SessionModel(RuleBasedStateMachine):
         if summary is None:
             self.leaf = target
         else:
-            entry = {"type": "branch_summary", "fromId": target or "root", "summary": summary}
+            # pi 1.6: fromId is the leaf whose path was left (0.73.1 wrote the target)
+            entry = {"type": "branch_summary", "fromId": self.leaf or "root", "summary": summary}
             self.entries.append({**entry, "id": result.summary_entry_id, "parentId": target,
                                  "timestamp": self._timestamp_of(result.summary_entry_id)})
             self.leaf = result.leaf_id

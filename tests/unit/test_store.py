@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, StorageError
+from sessiontree.errors import EntryNotFound, FileReplaced, LeafConflict, NotASessionFile, ReadOnlySession, StorageError
 from sessiontree.store import FileStorage, MemoryStorage, Session
 from support.equivalence import assert_indexed_alike
 from support.messages import assistant, line, user
@@ -132,11 +132,16 @@ def test_malformed_middle_lines_are_reported_and_never_removed(make_storage: Sto
 
 
 def test_bom_and_crlf_files_are_read(make_storage: StorageFactory) -> None:
+    """Read, but read-only: pi does not open a file that starts with a byte order mark."""
     data = b"\xef\xbb\xbf" + VALID.replace(b"\n", b"\r\n")
-    session = Session.load(make_storage(data))
+    storage = make_storage(data)
+    session = Session.load(storage)
     assert session.header["id"] == HEADER["id"]
-    assert session.index.leaf_id == "e0000002" and session.warnings == []
+    assert session.index.leaf_id == "e0000002" and [w.kind for w in session.warnings] == ["read-only"]
     assert session.entry(session.index.get("e0000001"))["id"] == "e0000001"
+    with pytest.raises(ReadOnlySession):
+        session.append([{"type": "custom", "customType": "x"}])
+    assert contents(storage) == data
 
 
 def test_append_writes_one_line_per_entry_in_pi_key_order(make_storage: StorageFactory) -> None:
@@ -289,7 +294,14 @@ def test_second_header_is_ignored_and_reported(make_storage: StorageFactory) -> 
 def test_a_header_only_file_is_read_once(make_storage: StorageFactory, prefix: bytes) -> None:
     storage = make_storage(prefix + line(HEADER))
     session = Session.load(storage)
-    assert session.refresh() == [] and session.warnings == []
+    warned = ["read-only"] if prefix else []  # pi does not open a file with a byte order mark
+    assert session.refresh() == [] and [w.kind for w in session.warnings] == warned
+    if prefix:
+        with pytest.raises(ReadOnlySession):
+            session.append([{"type": "custom", "customType": "x"}])
+        assert session.refresh() == [] and [w.kind for w in session.warnings] == warned
+        assert contents(storage) == prefix + line(HEADER)
+        return
     session.append([{"type": "custom", "customType": "x"}])
     assert session.refresh() == [] and session.warnings == []
     assert len(Session.load(make_storage(contents(storage))).index) == 1

@@ -47,6 +47,7 @@ export interface BranchParams {
   summary?: string | null;
   details?: unknown;
   fromHook?: boolean | null;
+  usage?: { [key: string]: unknown } | null;
   /** Absent and null differ: absent is the default, null is no entry (protocol.md, Absent and null). */
   expectedLeafId?: string | null;
 }

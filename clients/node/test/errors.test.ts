@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ErrorCodes, SessionTreeError, type ErrorName, type SessionTreeClient } from "../src";
-import { sandbox, user, type Sandbox } from "./support";
+import { assistant, sandbox, user, type Sandbox } from "./support";
 
 async function rejects(promise: Promise<unknown>, name: ErrorName): Promise<SessionTreeError> {
   const error = await promise.then(
@@ -97,8 +97,11 @@ describe("errors", () => {
       },
     });
     const opened = await failing.open({ path });
+    // Something to summarize before the kept part (pi 1.6 prepares nothing when all of it is kept).
+    await failing.append({ sessionId: opened.sessionId, entries: [assistant("Hi"), user("And then?")] });
     const before = readFileSync(path);
-    const error = await rejects(failing.compact({ sessionId: opened.sessionId }), "SummaryFailed");
+    const settings = { keepRecentTokens: 1 };
+    const error = await rejects(failing.compact({ sessionId: opened.sessionId, settings }), "SummaryFailed");
     assert.match(error.message, /the model is down/);
     assert.deepEqual(readFileSync(path), before);
   });

@@ -9,6 +9,10 @@ import { after, before, describe, it } from "node:test";
 import { METHOD_NAMES, type SessionTreeClient } from "../src";
 import { assistant, sandbox, user, type Sandbox } from "./support";
 
+// Keep few recent tokens, so that this short session is summarised rather than kept (pi 1.6
+// prepares no compaction when all of it fits in the kept part).
+const KEEP_LITTLE = { keepRecentTokens: 1 };
+
 describe("every method", () => {
   let box: Sandbox;
   let client: SessionTreeClient;
@@ -146,12 +150,13 @@ describe("every method", () => {
   it("configure, prepare and commit a compaction", async () => {
     const configured = await client.configure({ sessionId, contextWindow: 200_000 });
     assert.equal(configured.contextWindow, 200_000);
-    const prepared = await client.prepareCompaction({ sessionId });
+    const prepared = await client.prepareCompaction({ sessionId, settings: KEEP_LITTLE });
     assert.ok(prepared.historyPrompt?.prompt.includes("<conversation>"));
     const committed = await client.commitCompaction({
       sessionId,
       leafId: prepared.leafId,
       summary: "We said hello.",
+      settings: KEEP_LITTLE,
       ...(prepared.isSplitTurn ? { turnPrefixSummary: "A turn." } : {}),
     });
     assert.equal(committed.entry.type, "compaction");
@@ -170,7 +175,7 @@ describe("every method", () => {
 
   it("compact and navigate, the library answering the daemon's summarize requests", async () => {
     await client.append({ sessionId, entries: [user("One more", 5), assistant("Sure", 6)] });
-    const compacted = await client.compact({ sessionId });
+    const compacted = await client.compact({ sessionId, settings: KEEP_LITTLE });
     assert.match(String(compacted.entry.summary), /^summary of a compaction/);
     const navigated = await client.navigate({ sessionId, targetId: ids[1]! });
     assert.match(String(navigated.entry?.summary), /summary of a branchSummary/);

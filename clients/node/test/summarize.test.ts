@@ -8,6 +8,10 @@ import { CancellationTokenSource, ErrorCodes, ResponseError, SessionTreeError, t
 import type { SummarizeParams } from "../src";
 import { assistant, sandbox, user, type Sandbox } from "./support";
 
+// Keep few recent tokens, so that the conversation is summarised rather than kept (pi 1.6 prepares
+// no compaction when all of it fits in the kept part).
+const KEEP_LITTLE = { keepRecentTokens: 1 };
+
 describe("summarize round trip and cancellation", () => {
   let box: Sandbox;
   let client: SessionTreeClient;
@@ -43,8 +47,7 @@ describe("summarize round trip and cancellation", () => {
       ...(params.compaction?.turnPrefixPrompt ? { turnPrefixSummary: "the turn so far" } : {}),
     });
     asked.length = 0;
-    // Keep few recent tokens, so that the conversation is summarised rather than kept.
-    const result = await client.compact({ sessionId, settings: { keepRecentTokens: 1 } });
+    const result = await client.compact({ sessionId, settings: KEEP_LITTLE });
     assert.equal(asked.length, 1);
     assert.equal(asked[0]?.sessionId, sessionId);
     assert.match(asked[0]?.compaction?.historyPrompt?.prompt ?? "", /Read the README/);
@@ -83,7 +86,7 @@ describe("summarize round trip and cancellation", () => {
         });
       });
     const source = new CancellationTokenSource();
-    const call = client.compact({ sessionId }, source.token);
+    const call = client.compact({ sessionId, settings: KEEP_LITTLE }, source.token);
     await handlerStarted;
     source.cancel();
     const error = await call.then(
@@ -102,7 +105,7 @@ describe("summarize round trip and cancellation", () => {
       new Promise(() => {
         controller.abort();
       });
-    await assert.rejects(client.compact({ sessionId }, controller.signal), (error: unknown) => {
+    await assert.rejects(client.compact({ sessionId, settings: KEEP_LITTLE }, controller.signal), (error: unknown) => {
       return error instanceof SessionTreeError && error.is("RequestCancelled");
     });
     // The daemon goes on serving.
@@ -113,7 +116,7 @@ describe("summarize round trip and cancellation", () => {
     const { sessionId, path } = await conversation();
     const before = readFileSync(path);
     respond = () => Promise.reject(new ResponseError(ErrorCodes.RequestCancelled, "the user pressed Escape"));
-    const error = await client.compact({ sessionId }).catch((caught: unknown) => caught);
+    const error = await client.compact({ sessionId, settings: KEEP_LITTLE }).catch((caught: unknown) => caught);
     assert.ok(error instanceof SessionTreeError && error.is("RequestCancelled"), String(error));
     assert.deepEqual(readFileSync(path), before);
   });

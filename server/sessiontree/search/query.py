@@ -56,9 +56,9 @@ _WHITESPACE: Final = re.compile(r"\s+")
 def compile_query(query: str, syntax: Syntax) -> str:
     """The FTS5 expression for `query`; InvalidParams when it is empty or not valid."""
     if syntax not in ("fts", "plain"):
-        raise InvalidParams(f'invalid params: syntax must be "fts" or "plain", got {syntax!r}', field="syntax")
+        raise InvalidParams(f'invalid params for session/search: syntax must be "fts" or "plain", got {syntax!r}', field="syntax")
     if not isinstance(query, str) or not query.strip():
-        raise InvalidParams("invalid params: the search query is empty", field="query")
+        raise InvalidParams("invalid params for session/search: the search query is empty", field="query")
     query = scrub(query).replace("\0", " ")  # the tokenizer cuts words at a NUL, as at a space
     expression = plain_expression(query) if syntax == "plain" else query
     try:
@@ -174,11 +174,11 @@ def filters_of(
 ) -> Filters:
     for name, text in (("cwd", cwd), ("session", session)):
         if text is not None and not isinstance(text, str):
-            raise InvalidParams(f"invalid params: {name} must be a string, got {text!r}", field=name)
+            raise InvalidParams(f"invalid params for session/search: {name} must be a string, got {text!r}", field=name)
         _no_nul(name, text)
     for name, value in (("since_ms", since_ms), ("until_ms", until_ms)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidParams(f"invalid params: {name} must be an integer (Unix ms), got {value!r}", field=name)
+            raise InvalidParams(f"invalid params for session/search: {name} must be an integer (Unix ms), got {value!r}", field=name)
     return Filters(scrub(cwd), scrub(session), _strings("roles", roles), _strings("types", types), since_ms, until_ms)
 
 
@@ -216,14 +216,14 @@ def check_wire_params(params: Any) -> Any:
             continue
         if isinstance(value, bool) or not isinstance(value, allowed):
             kinds = " or ".join("a list of strings" if kind is list else _JSON_NAMES[kind] for kind in allowed)
-            raise InvalidParams(f"invalid params: {name} must be {kinds}, got {value!r}", field=name, got=value)
+            raise InvalidParams(f"invalid params for session/search: {name} must be {kinds}, got {value!r}", field=name, got=value)
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
-            raise InvalidParams(f"invalid params: {name} must be a list of strings, got {value!r}", field=name, got=value)
+            raise InvalidParams(f"invalid params for session/search: {name} must be a list of strings, got {value!r}", field=name, got=value)
         checked[name] = value
     if checked.get("syntax", "fts") not in ("fts", "plain"):
         compile_query("", checked["syntax"])  # its error, naming the field
     if "query" not in checked:
-        raise InvalidParams("invalid params: query is missing", field="query")
+        raise InvalidParams("invalid params for session/search: query is missing", field="query")
     return checked
 
 
@@ -256,7 +256,7 @@ def request_of(
     expression = compile_query(query, syntax)
     filters = filters_of(cwd, session, roles, types, since_ms, until_ms)
     if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidParams(f"invalid params: limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+        raise InvalidParams(f"invalid params for session/search: limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
     key = query_key(expression, filters)
     return Request(expression, filters, key, decode_cursor(cursor, key) if cursor is not None else None)
 
@@ -265,7 +265,7 @@ def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None
     if not isinstance(values, list | tuple) or not all(isinstance(value, str) for value in values):
-        raise InvalidParams(f"invalid params: {name} must be a list of strings, got {values!r}", field=name)
+        raise InvalidParams(f"invalid params for session/search: {name} must be a list of strings, got {values!r}", field=name)
     for value in values:
         _no_nul(name, value)
     return tuple(scrub(value) for value in values)
@@ -274,7 +274,7 @@ def _strings(name: str, values: Sequence[str] | None) -> tuple[str, ...] | None:
 def _no_nul(name: str, text: str | None) -> None:
     """A path, id, role or type never holds a NUL: one there is a mistake, not a filter matching nothing."""
     if text is not None and "\0" in text:
-        raise InvalidParams(f"invalid params: {name} holds a NUL character", field=name, got=text)
+        raise InvalidParams(f"invalid params for session/search: {name} holds a NUL character", field=name, got=text)
 
 
 # --------------------------------------------------------------------------- cursors
@@ -310,9 +310,9 @@ def decode_cursor(cursor: str, key: str) -> Position:
         high, low, offset = payload["h"], payload["l"], payload["o"]
         assert all(type(v) is int and v >= 0 for v in (high, offset)) and (low is None or type(low) is int)
     except Exception:
-        raise InvalidParams("invalid params: cursor is not one this search returned", field="cursor") from None
+        raise InvalidParams("invalid params for session/search: cursor is not one this search returned", field="cursor") from None
     if payload.get("k") != key:
-        raise InvalidParams("invalid params: cursor belongs to another query or other filters", field="cursor")
+        raise InvalidParams("invalid params for session/search: cursor belongs to another query or other filters", field="cursor")
     return Position(high, low, offset)
 
 
