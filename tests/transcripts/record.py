@@ -290,6 +290,7 @@ def every_method(d: Driver, root: Path) -> None:
     d.result("session/info", {"sessionId": forked["sessionId"]})
     d.call("session/list", {"cwd": CWD, "workDoneToken": "list-1"})
     d.call("session/list", {})
+    d.result("session/import", {"paths": ["/work/demo/not-an-agent-session.jsonl"]})  # reported in `failed`
     d.result("session/close", {"sessionId": forked["sessionId"]})
     d.result("session/open", {"path": forked["path"]})
     d.result("session/open", {"path": created["path"].removeprefix(str(root) + "/")})  # already open: same session
@@ -464,6 +465,8 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/close", "session/open", {"path": created["path"]})  # back again, same id
     call("session/info", "session/info", {"sessionId": sid})
     call("session/list", "session/list", {"cwd": DOC_CWD})
+    # No agent folder is set here: the path is reported in `failed`, the way any path that fails is.
+    call("session/import", "session/import", {"paths": [f"{DOC_CWD}/notes.jsonl"]})
     appended = call("session/append", "session/append", {"sessionId": sid, "entry": user("Hello"), "context": {}})
     first = appended["id"]
     call("session/context", "session/context", {"sessionId": sid})
@@ -475,7 +478,7 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     call("session/search", "session/search", {"query": "hello", "cwd": DOC_CWD})
     call("session/entries", "session/entries", {"sessionId": sid, "since": None, "limit": 10})
     call("session/branch", "session/branch", {"sessionId": sid, "entryId": first, "summary": "Tried another way."})
-    call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})
+    forked = call("session/fork", "session/fork", {"sessionId": sid, "entryId": first})["path"]
     call("session/label", "session/label", {"sessionId": sid, "targetId": first, "label": "start"})
     call("session/setName", "session/setName", {"sessionId": sid, "name": "Greeting"})
     edit = {"sessionId": sid, "targetId": first, "replacement": {"content": "Hello there"}}
@@ -504,6 +507,10 @@ def doc_story(d: Driver, root: Path) -> list[str]:
     assert "result" in navigated, navigated
     call("session/subscribe", "session/subscribe", {"sessionId": sid})
     call("session/unsubscribe", "session/unsubscribe", {"sessionId": sid})
+    trashed = call("session/trash", "session/trash", {"path": forked})
+    call("session/trash", "session/restore", {"path": trashed["movedTo"]})
+    archived = call("session/archive", "session/archive", {"path": forked})
+    call("session/restore", "session/restore", {"path": archived["movedTo"]})
     assert d.stop() == 0
     return sections
 
