@@ -3,6 +3,7 @@ opened, read every way, searched, refused writes, followed live as the agent's f
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,11 +142,15 @@ def test_a_claude_code_sub_agent_opens_beside_its_parent(calls: Calls, folders: 
     assert calls.result("session/context", {"sessionId": first["sessionId"]})["messages"]
 
 
-def test_an_unreadable_source_is_a_clear_error(calls: Calls, folders: dict[str, Path]) -> None:
-    (source,) = [s for s in TRANSLATORS["claude-code"].discover(folders["claude-code"]) if "subagents" not in str(s.path)][:1]
-    source.path.write_bytes(b"\xff\xfe not json at all\n" * 3)
-    answer = calls.answer("session/open", {"path": str(source.path)})
-    assert "error" not in answer or answer["error"]["code"] != -32603, answer
+def test_a_source_that_cannot_be_read_is_a_clear_error(calls: Calls, folders: dict[str, Path]) -> None:
+    paths = [s.path for s in TRANSLATORS["claude-code"].discover(folders["claude-code"]) if "subagents" not in str(s.path)]
+    paths[0].write_bytes(b"\xff\xfe not json at all\n")  # not JSON: kept as an unknown line, said so
+    opened = calls.result("session/open", {"path": str(paths[0])})
+    assert any(w["kind"] == "unknown-kind" for w in opened["warnings"]), opened
+    paths[1].unlink()
+    os.mkfifo(paths[1])  # not a regular file: never read, refused as not a session
+    refused = calls.error("session/open", {"path": str(paths[1])})
+    assert refused["code"] == -32014, refused
 
 
 # Live ------------------------------------------------------------------------------------------
