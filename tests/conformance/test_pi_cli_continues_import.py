@@ -23,7 +23,9 @@ SOURCES = {
 
 
 @pytest.mark.parametrize("agent", sorted(SOURCES))
-def test_pi_cli_continues_an_imported_session(scene: tuple[PiCli, Daemon], node: str, tmp_path: Path, agent: str) -> None:
+def test_pi_cli_continues_an_imported_session(
+    scene: tuple[PiCli, Daemon], node: str, tmp_path: Path, agent: str  # noqa: F811 (the fixture)
+) -> None:
     cli, daemon = scene
     shutil.copytree(FIXTURES / "claude-code" / "projects", tmp_path / "claude" / "projects")
     shutil.copytree(FIXTURES / "codex", tmp_path / "codex")
