@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -256,3 +258,18 @@ def test_a_source_rewritten_in_place_is_a_replaced_file(calls: Calls, folders: d
     source.path.write_bytes(b"".join(lines[: len(lines) // 2]) + lines[-1])
     refused = calls.error("session/context", {"sessionId": sid})
     assert refused["code"] == -32022, refused
+
+
+def test_the_import_command_writes_both_folders_once(tmp_path: Path, folders: dict[str, Path]) -> None:
+    command = [sys.executable, "-m", "sessiontree", "import", str(folders["claude-code"]), str(folders["codex"]),
+               "--sessions-dir", str(tmp_path / "pi"),
+               "--claude-code-dir", str(folders["claude-code"]), "--codex-dir", str(folders["codex"])]  # fmt: skip
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert first.returncode == 0, first.stderr
+    written = sorted((tmp_path / "pi").rglob("*.jsonl"))
+    assert len(written) == 9 and first.stdout.count("all new") == 9, first.stdout
+    contents = [path.read_bytes() for path in written]
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0 and again.stdout.count("up to date") == 9, again.stdout
+    assert sorted((tmp_path / "pi").rglob("*.jsonl")) == written
+    assert [path.read_bytes() for path in written] == contents
