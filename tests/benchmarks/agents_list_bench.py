@@ -2,16 +2,19 @@
 
 Lists a root of generated pi sessions (default 2,000) in process, without agent folders and then
 with a Claude Code and a Codex folder of sessions in the test line format (tests/support/line_agent.py),
-read by its translator. The summaries of agent sessions are cached by their files' size and time, so
+read by its translator; or, with `--real`, the real agents' files (tests/fixtures) read by the real
+translators: Claude Code's fixture project copied into folders of its own until there are about
+`--agents` sessions, and Codex's fixture folder (its three threads and names file). The summaries of agent sessions are cached by their files' size and time, so
 a warm listing reads only pi's files again. Prints the medians and the ratio.
 
-    .venv/bin/python tests/benchmarks/agents_list_bench.py [--pi 2000] [--agents 100] [--reps 7]
+    .venv/bin/python tests/benchmarks/agents_list_bench.py [--pi 2000] [--agents 100] [--reps 7] [--real]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -56,6 +59,18 @@ def agent_sessions(folder: Path, count: int) -> None:
         path.write_text(session_lines(f"s{number}", f"/home/user/project{number % 20}", *turns))
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def real_agent_sessions(folders: dict[str, Path], count: int) -> None:
+    """Copies of the real fixture files: Claude Code's project as often as it takes for `count`."""
+    project = FIXTURES / "claude-code" / "projects" / "-home-user-project"
+    per_copy = len(list(project.rglob("*.jsonl")))
+    for number in range(max(1, count // per_copy)):
+        shutil.copytree(project, folders["claude-code"] / f"-home-user-project{number}")
+    shutil.copytree(FIXTURES / "codex", folders["codex"].parent)
+
+
 def list_ms(service: SessionService) -> float:
     start = time.perf_counter()
     service.list(p.ListParams())
@@ -76,21 +91,28 @@ def main() -> None:
     parser.add_argument("--pi", type=int, default=2000)
     parser.add_argument("--agents", type=int, default=100, help="sessions in each agent's folder")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--real", action="store_true", help="the real fixture files and translators")
     args = parser.parse_args()
-    registry.TRANSLATORS.update({"claude-code": LineTranslator("claude-code"), "codex": LineTranslator("codex")})
+    if not args.real:
+        registry.TRANSLATORS.update({"claude-code": LineTranslator("claude-code"), "codex": LineTranslator("codex")})
     with tempfile.TemporaryDirectory() as temporary:
         base = Path(temporary)
         pi_sessions(base / "sessions", args.pi)
         folders = {"claude-code": base / "claude" / "projects", "codex": base / "codex" / "sessions"}
-        for folder in folders.values():
-            agent_sessions(folder, args.agents)
+        if args.real:
+            real_agent_sessions(folders, args.agents)
+        else:
+            for folder in folders.values():
+                agent_sessions(folder, args.agents)
         alone = SessionService(ServiceConfig(base / "sessions"))
         beside = SessionService(ServiceConfig(base / "sessions", agents=folders))  # type: ignore[arg-type]
         list_ms(alone)  # the page cache warm for both
         cold = list_ms(beside)
         without, with_agents = medians_ms(alone, beside, args.reps)
         print(f"{args.pi} pi sessions: list {without:.1f} ms")
-        print(f"+ {args.agents} sessions in each of 2 agent folders: first list {cold:.1f} ms, then {with_agents:.1f} ms")
+        listed = sum(s.agent != "pi" for s in beside.list(p.ListParams()).sessions)
+        print(f"+ {listed} agent sessions ({'real fixtures' if args.real else 'line format'}): "
+              f"first list {cold:.1f} ms, then {with_agents:.1f} ms")
         print(f"ratio (warm) {with_agents / without:.2f}")
 
 

@@ -8,6 +8,11 @@ import { SessionTreeClient, parseCommand, type ClientOptions } from "../src";
 /** The repository root (tests run from clients/node/out/test). */
 export const REPO = resolve(__dirname, "..", "..", "..", "..");
 
+// The daemons the tests start read none of the user's agent folders (~/.claude/projects,
+// ~/.codex/sessions): a test that wants one names its own with --claude-code-dir / --codex-dir.
+process.env.SESSIONTREE_CLAUDE_CODE_DIR = "off";
+process.env.SESSIONTREE_CODEX_DIR = "off";
+
 /** The daemon of this checkout: the environment's choice, else the repo's virtualenv, else python3. */
 export function testCommand(): string[] {
   if (process.env.SESSIONTREE_COMMAND) return parseCommand(process.env.SESSIONTREE_COMMAND);

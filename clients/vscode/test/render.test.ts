@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SessionTreeClient } from "sessiontree-client";
 import { renderContext } from "../src/render";
+import { daemon } from "./support";
 
 const REPO = resolve(__dirname, "..", "..", "..", "..");
 const PYTHON = process.env.SESSIONTREE_PYTHON ?? join(REPO, ".venv", "bin", "python");
@@ -36,7 +37,7 @@ describe("context rendering", { skip: existsSync(PYTHON) ? false : `no Python at
 
   before(async () => {
     dir = realpathSync(mkdtempSync(join(tmpdir(), "sessiontree-render-")));
-    client = await SessionTreeClient.start({ command: [PYTHON, "-m", "sessiontree", "serve"], sessionsDir: dir });
+    client = await SessionTreeClient.start({ command: daemon(), sessionsDir: dir });
   });
   after(async () => {
     await client.stop();

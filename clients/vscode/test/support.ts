@@ -9,6 +9,11 @@ import { keyOf, PAGE } from "../src/model";
 
 export const REPO = resolve(__dirname, "..", "..", "..", "..");
 
+// The daemons the tests start read none of the user's agent folders (~/.claude/projects,
+// ~/.codex/sessions).
+process.env.SESSIONTREE_CLAUDE_CODE_DIR = "off";
+process.env.SESSIONTREE_CODEX_DIR = "off";
+
 /** The daemon of this checkout (make clients passes SESSIONTREE_PYTHON). */
 export function daemon(): string[] {
   if (process.env.SESSIONTREE_COMMAND) return parseCommand(process.env.SESSIONTREE_COMMAND);

@@ -17,11 +17,15 @@ class FolderReader:
     """Reads whole files below one agent folder, reached as the sessions root's files are
     (`store.confined`: one component at a time, `O_NOFOLLOW`, a regular file of one name)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, neighbours: tuple[str, ...] = ()) -> None:
         self.folder = folder
+        # Files of these names beside the folder, read too: Codex keeps its thread names in
+        # `~/.codex/session_index.jsonl`, next to `sessions/`, not in it.
+        self.neighbours = neighbours
 
     def __call__(self, path: Path) -> bytes:
-        fd = confined.open_file(self.folder, path, os.O_RDONLY)
+        top = self.folder.parent if path.parent == self.folder.parent and path.name in self.neighbours else self.folder
+        fd = confined.open_file(top, path, os.O_RDONLY)
         try:
             chunks = []
             while chunk := os.read(fd, _CHUNK):

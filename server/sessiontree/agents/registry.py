@@ -9,8 +9,11 @@ from __future__ import annotations
 from . import AgentName, Translator
 from .claude_code import ClaudeCodeTranslator
 from .codex import CodexTranslator
+from .codex_files import SESSION_INDEX
 
 TRANSLATORS: dict[AgentName, Translator] = {"claude-code": ClaudeCodeTranslator(), "codex": CodexTranslator()}
+# Files beside an agent's folder (not in it) that its translation reads: the only ones outside it.
+NEIGHBOURS: dict[AgentName, tuple[str, ...]] = {"codex": (SESSION_INDEX,)}
 
 
 def translator(agent: AgentName) -> Translator | None:

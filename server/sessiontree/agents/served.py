@@ -18,7 +18,7 @@ from ..session_summary import SessionSummary
 from ..store import Session
 from . import AgentName, Source, Translation, Translator, rendered
 from .files import FolderReader, Stamp, stamp
-from .registry import translator
+from .registry import NEIGHBOURS, translator
 from .storage import TranslationStorage
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class AgentSessions:
             found = translator(agent)
             if found is not None:
                 root = SessionsRoot(path)
-                self.folders.append(AgentFolder(agent, root, found, FolderReader(root.path)))
+                self.folders.append(AgentFolder(agent, root, found, FolderReader(root.path, NEIGHBOURS.get(agent, ()))))
         self._summaries: dict[Path, tuple[Stamp, SessionSummary]] = {}
 
     # ------------------------------------------------------------------ listing
