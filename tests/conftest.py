@@ -17,6 +17,8 @@ def pytest_configure() -> None:
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="sessiontree-test-cache-")
     # ... and read no agent folder of the user's (Claude Code's, Codex's): a test names its own.
     os.environ["SESSIONTREE_CLAUDE_CODE_DIR"] = os.environ["SESSIONTREE_CODEX_DIR"] = "off"
+    # ... and a session they trash (session/trash, a fuzzed call too) goes to a throwaway trash.
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="sessiontree-test-data-")
 
 
 # ---------------------------------------------------------------------- PostgreSQL

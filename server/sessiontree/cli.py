@@ -184,7 +184,13 @@ def _parser() -> argparse.ArgumentParser:
     _sessions_dir_option(search)
     search.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")
 
-    imports = commands.add_parser("import", help="write Claude Code or Codex sessions out as pi sessions")
+    imports = _command(
+        commands,
+        "import",
+        "write Claude Code or Codex sessions out as pi sessions",
+        "Write Claude Code or Codex sessions (files, or folders of them) out as pi sessions under the sessions"
+        " root, one per source session, which pi opens and continues; importing again adds only what is new.",
+    )
     imports.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders of either agent")
     imports.add_argument("--sessions-dir", type=Path, help="the pi sessions root to write to (default: pi's)")
     imports.add_argument("--json", action="store_true", help="the result as JSON, as the daemon answers it")

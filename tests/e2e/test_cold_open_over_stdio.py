@@ -36,7 +36,10 @@ def _seen(daemon: RawDaemon, path: Path) -> list[object]:
     seen.append(calls.result("session/tree", {"sessionId": sid}))
     seen.append(calls.result("session/treeView", {"sessionId": sid, "limit": 500}))
     for leaf in [opened["leafId"], "e0000999", "e0002998", "later01"]:
-        seen.append(calls.answer("session/context", {"sessionId": sid, "leafId": leaf}).get("result"))
+        context = calls.answer("session/context", {"sessionId": sid, "leafId": leaf}).get("result")
+        if isinstance(context, dict):
+            context.pop("cursor", None)  # names the daemon's own cache generation, whatever it scanned
+        seen.append(context)
     return seen
 
 

@@ -57,7 +57,7 @@ STREAM_EXAMPLES: Final = 40
 STREAM_EXAMPLES_SLOW: Final = int(os.environ.get("SESSIONTREE_FUZZ_STREAMS", "300"))
 INTERNAL_ERROR: Final = -32603
 INVALID_REQUEST: Final = -32600
-KNOWN_NOTIFICATIONS: Final = {"window/logMessage", "session/didChange", "$/progress"}
+KNOWN_NOTIFICATIONS: Final = {"window/logMessage", "session/didChange", "session/didClose", "$/progress"}
 ROOT_TOKEN, OUTSIDE_TOKEN = "<ROOT>", "<OUTSIDE>"
 
 
@@ -433,6 +433,9 @@ class FuzzTarget:
         for session, path in zip(self.SESSIONS, self.paths, strict=True):
             if "error" in self.call("session/info", {"sessionId": session}):
                 opened = self.call("session/open", {"path": path})
+                if "error" in opened:  # a fuzzed session/trash or session/archive moved it: put it back
+                    assert "result" in self.call("session/restore", {"path": path}), path
+                    opened = self.call("session/open", {"path": path})
                 assert "result" in opened, opened
 
     def entry_ids(self) -> list[str]:

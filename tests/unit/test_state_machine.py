@@ -8,6 +8,7 @@ acknowledged entries, give (`support.oracle`).
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -102,8 +103,9 @@ class SessionModel(RuleBasedStateMachine):
     @rule(name=TEXT)
     def set_name(self, name: str) -> None:
         result = self.service.set_name(p.SetNameParams(self.sid, name))
-        self._acknowledge({"type": "session_info", "name": js_trim(name)}, result)
-        self.name = js_trim(name) or None
+        folded = js_trim(re.sub(r"[\r\n]+", " ", name))  # pi 1.6's appendSessionInfo folds line breaks
+        self._acknowledge({"type": "session_info", "name": folded}, result)
+        self.name = folded or None
 
     @rule(pick=st.integers(0, 10**6), reset=st.booleans(), summary=st.one_of(st.none(), TEXT))
     def branch(self, pick: int, reset: bool, summary: str | None) -> None:
