@@ -198,6 +198,22 @@ describe("every method", () => {
     assert.ok(found.hits.every((hit) => hit.snippet.toLowerCase().includes("hello")));
   });
 
+  it("import, and a session archived, trashed and restored", async () => {
+    const imported = await client.import({ paths: [join(box.dir, "not-an-agent-session.jsonl")] });
+    assert.deepEqual(imported.imported, []);
+    assert.equal(imported.failed.length, 1);
+    const spare = await client.create({ cwd });
+    await client.append({ sessionId: spare.sessionId, entry: user("To be retired", 7) });
+    const archived = await client.archive({ path: spare.path });
+    assert.equal(archived.closedSessionId, spare.sessionId);
+    assert.ok(!existsSync(spare.path) && existsSync(archived.movedTo));
+    assert.equal((await client.restore({ path: archived.movedTo })).path, spare.path);
+    const trashed = await client.trash({ path: spare.path });
+    assert.ok(!existsSync(spare.path) && existsSync(trashed.movedTo));
+    assert.equal((await client.restore({ path: spare.path })).restoredFrom, trashed.movedTo);
+    assert.ok(existsSync(spare.path));
+  });
+
   it("answered every method of the schema with a result", async () => {
     await client.stop();
     const requests = new Map<unknown, string>();

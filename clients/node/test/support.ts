@@ -1,5 +1,5 @@
 // Shared by the tests: the real daemon from this checkout, in a fresh sessions root each time.
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -12,6 +12,8 @@ export const REPO = resolve(__dirname, "..", "..", "..", "..");
 // ~/.codex/sessions): a test that wants one names its own with --claude-code-dir / --codex-dir.
 process.env.SESSIONTREE_CLAUDE_CODE_DIR = "off";
 process.env.SESSIONTREE_CODEX_DIR = "off";
+// ... and a session they trash goes to a throwaway trash ($XDG_DATA_HOME/Trash), never the user's.
+process.env.XDG_DATA_HOME = mkdtempSync(join(tmpdir(), "sessiontree-node-data-"));
 
 /** The daemon of this checkout: the environment's choice, else the repo's virtualenv, else python3. */
 export function testCommand(): string[] {
