@@ -15,6 +15,8 @@ import os
 import sqlite3
 import stat
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -128,7 +130,7 @@ class Database:
             )
             try:
                 _configure(connection, cache_kib=64 * 1024)
-                if _layout_ok(connection) and _intact(connection):
+                if _settled(_layout_ok, connection) and _intact(connection):
                     return connection
             except sqlite3.DatabaseError as exc:
                 if not is_corrupt(exc) or attempt:
@@ -139,6 +141,20 @@ class Database:
             _remove(self.path)
             self.rebuilt = True
         raise RuntimeError("unreachable")  # the second attempt starts from no file
+
+
+def _settled(check: Callable[[sqlite3.Connection], bool], connection: sqlite3.Connection) -> bool:
+    """`check` run again while another daemon making the same fresh file holds its lock: SQLite
+    answers SQLITE_BUSY at once, without the busy handler, where waiting could deadlock (a read
+    becoming a write). Bounded by _BUSY_SECONDS, as any other wait on the file."""
+    deadline = time.monotonic() + _BUSY_SECONDS
+    while True:
+        try:
+            return check(connection)
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _layout_ok(connection: sqlite3.Connection) -> bool:
